@@ -1,0 +1,159 @@
+#include "observe.h"
+
+#include "guard.h"
+#include "runtime.h"
+
+namespace gms::observe {
+
+void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, Origin origin, int device,
+                  uint32_t flags) {
+  Stats& s = runtime_stats();
+  s.call(f, size, ok);
+  if (!ok || base == 0) return;
+  ShimScope scope;
+  Region r;
+  r.base = base;
+  r.size = size;
+  r.kind = kind;
+  r.origin = origin;
+  r.device = device;
+  r.flags = flags;
+  size_t stale = cuda_regions().insert(r);
+  if (stale) s.anomaly(Anomaly::stale_regions, stale);
+  s.live_add(kind, size);
+}
+
+void region_free(Family f, bool ok, uintptr_t base) {
+  Stats& s = runtime_stats();
+  if (!ok || base == 0) {
+    s.call(f, 0, ok);
+    return;
+  }
+  ShimScope scope;
+  auto r = cuda_regions().erase(base);
+  if (!r) {
+    s.call(f, 0, ok);
+    s.anomaly(Anomaly::unknown_frees);
+    return;
+  }
+  s.call(f, r->size, ok);
+  s.live_sub(r->kind, r->size);
+}
+
+void vmm_unmap(bool ok, uintptr_t base, size_t size) {
+  Stats& s = runtime_stats();
+  s.call(Family::vmm, size, ok);
+  if (!ok) return;
+  ShimScope scope;
+  cuda_regions().erase_range(base, base + size, [&](const Region& piece) { s.live_sub(piece.kind, piece.size); });
+}
+
+void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags) {
+  Stats& s = runtime_stats();
+  s.call(Family::host_register, size, ok);
+  if (!ok) return;
+  ShimScope scope;
+  Region r;
+  r.base = base;
+  r.size = size;
+  r.kind = MemKind::registered_host;
+  r.origin = Origin::cuMemHostRegister;
+  r.flags = flags;
+  size_t stale = host_registrations().insert(r);
+  if (stale) s.anomaly(Anomaly::stale_regions, stale);
+  s.live_add(MemKind::registered_host, size);
+}
+
+void host_unregister(bool ok, uintptr_t base) {
+  Stats& s = runtime_stats();
+  if (!ok) {
+    s.call(Family::host_unregister, 0, ok);
+    return;
+  }
+  ShimScope scope;
+  auto r = host_registrations().erase(base);
+  s.call(Family::host_unregister, r ? r->size : 0, ok);
+  if (r) s.live_sub(MemKind::registered_host, r->size);
+}
+
+void call(Family f, bool ok, uint64_t bytes) { runtime_stats().call(f, bytes, ok); }
+
+void launch(LaunchKind k, bool ok) {
+  Stats& s = runtime_stats();
+  s.call(Family::launch, 0, ok);
+  if (ok) s.launch(k);
+}
+
+PtrKind classify(CopyEnd end, AskDriver ask_driver) {
+  if (end.side == Side::device || end.side == Side::array) return PtrKind::device;
+  ShimScope scope;
+  if (auto r = cuda_regions().find(end.addr)) {
+    switch (r->kind) {
+      case MemKind::managed:
+        return PtrKind::managed;
+      case MemKind::pinned_host:
+        return PtrKind::pinned;
+      case MemKind::device:
+      case MemKind::vmm:
+        // A typed host-side copy cannot name device memory; trust the call's own word.
+        return end.side == Side::host ? PtrKind::pageable : PtrKind::device;
+      default:
+        break;
+    }
+  }
+  if (host_registrations().find(end.addr)) return PtrKind::pinned;
+  if (end.side == Side::unified && ask_driver) return ask_driver(end.addr);
+  return PtrKind::pageable;
+}
+
+void copy_one(CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer, AskDriver ask_driver) {
+  Stats& s = runtime_stats();
+  PtrKind d = classify(dst, ask_driver);
+  PtrKind k = classify(src, ask_driver);
+  bool d_dev = d == PtrKind::device, s_dev = k == PtrKind::device;
+  Direction dir = peer ? Direction::peer
+                  : (s_dev && d_dev) ? Direction::dtod
+                  : s_dev            ? Direction::dtoh
+                  : d_dev            ? Direction::htod
+                                     : Direction::htoh;
+  s.copy(dir, bytes);
+  if (s_dev && d_dev) return;
+  PtrKind host = s_dev ? d : k;  // the host side; for host-to-host, the source
+  HostKind hk = host == PtrKind::pinned ? HostKind::pinned : host == PtrKind::managed ? HostKind::managed : HostKind::pageable;
+  s.copy_host(hk, bytes);
+}
+
+void copy_call(bool ok, uint64_t bytes) { runtime_stats().call(Family::memcpy, bytes, ok); }
+
+void host_block_alloc(uintptr_t base, size_t size, Origin origin) {
+  Stats& s = runtime_stats();
+  ShimScope scope;
+  Region r;
+  r.base = base;
+  r.size = size;
+  r.kind = MemKind::host_block;
+  r.origin = origin;
+  size_t stale = host_blocks().insert(r);
+  if (stale) s.anomaly(Anomaly::stale_regions, stale);
+  s.call(Family::host_block_alloc, size, true);
+  s.live_add(MemKind::host_block, size);
+}
+
+size_t host_block_free(uintptr_t base) {
+  ShimScope scope;
+  auto r = host_blocks().erase(base);
+  if (!r) return 0;
+  Stats& s = runtime_stats();
+  s.call(Family::host_block_free, r->size, true);
+  s.live_sub(MemKind::host_block, r->size);
+  return r->size;
+}
+
+void host_range_gone(uintptr_t lo, uintptr_t hi) {
+  ShimScope scope;
+  Stats& s = runtime_stats();
+  size_t bytes = host_blocks().erase_range(lo, hi, [&](const Region& piece) { s.live_sub(MemKind::host_block, piece.size); });
+  if (bytes) s.call(Family::host_block_free, bytes, true);
+}
+
+}  // namespace gms::observe

@@ -1,0 +1,48 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "registry.h"
+#include "stats.h"
+
+// The narrow core API that the hooks in shim/entry/ call after the real call has returned: it
+// records what happened in the registry and the statistics. It knows nothing of CUDA types, so
+// unit tests drive it directly, without preloading anything.
+namespace gms::observe {
+
+// Regions made by the driver: device, managed, pinned host, VMM.
+void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, Origin origin, int device,
+                  uint32_t flags);
+void region_free(Family f, bool ok, uintptr_t base);
+void vmm_unmap(bool ok, uintptr_t base, size_t size);
+void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags);
+void host_unregister(bool ok, uintptr_t base);
+// A call with nothing to record but its count and bytes (memset, prefetch, advise, cuMemGetInfo...).
+void call(Family f, bool ok, uint64_t bytes);
+void launch(LaunchKind k, bool ok);
+
+// One end of a copy. `unified` is a pointer whose kind the call does not say (cuMemcpy,
+// CU_MEMORYTYPE_UNIFIED): the registry is asked first, then `ask_driver` if it is still unknown.
+enum class Side : uint8_t { host, device, array, unified };
+struct CopyEnd {
+  Side side;
+  uintptr_t addr;
+};
+// What a pointer turned out to be.
+enum class PtrKind : uint8_t { pageable, pinned, managed, device };
+using AskDriver = PtrKind (*)(uintptr_t addr);
+
+PtrKind classify(CopyEnd end, AskDriver ask_driver);
+// Records one copy (bytes in one direction); `peer` for the cuMemcpyPeer family.
+void copy_one(CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer, AskDriver ask_driver);
+// The call as a whole: its count, its total bytes, and whether it failed.
+void copy_call(bool ok, uint64_t bytes);
+
+// Host blocks: large malloc-family and mmap blocks.
+void host_block_alloc(uintptr_t base, size_t size, Origin origin);
+// Returns the size of the block it forgot (0 if it was not tracked).
+size_t host_block_free(uintptr_t base);
+// A range of address space went away (munmap, mremap's old range, MAP_FIXED over it).
+void host_range_gone(uintptr_t lo, uintptr_t hi);
+
+}  // namespace gms::observe

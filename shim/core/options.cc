@@ -1,0 +1,212 @@
+#include "options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace gms {
+namespace {
+
+constexpr const char kPrefix[] = "GPUMEMSHIM_";
+constexpr size_t kPrefixLen = sizeof(kPrefix) - 1;
+
+const OptionInfo kTable[] = {
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc) {"GPUMEMSHIM_" NAME, def, accepted, doc},
+#include "options.def"
+#undef GMS_OPTION
+};
+
+bool ieq(const char* a, const char* b) {
+  for (; *a && *b; ++a, ++b) {
+    char x = *a, y = *b;
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return *a == *b;
+}
+
+// Parses a decimal number with an optional fraction ("1.5"). Returns the end or nullptr.
+const char* parse_decimal(const char* s, double* out) {
+  if (*s < '0' || *s > '9') return nullptr;
+  double v = 0;
+  while (*s >= '0' && *s <= '9') v = v * 10 + (*s++ - '0');
+  if (*s == '.') {
+    ++s;
+    if (*s < '0' || *s > '9') return nullptr;
+    double scale = 0.1;
+    while (*s >= '0' && *s <= '9') {
+      v += (*s++ - '0') * scale;
+      scale /= 10;
+    }
+  }
+  *out = v;
+  return s;
+}
+
+void report_line(OptionReport report, void* ctx, const char* name, const char* value,
+                 const char* accepted, const char* consequence) {
+  Line l;
+  l.str(name).str("='").str(value).str("' is not valid (expected ").str(accepted).str("); ").str(consequence);
+  report(l.data(), ctx);
+}
+
+template <typename T>
+bool parse_one(const char* name, const char* value, const char* accepted, T* field, OptionReport report,
+               void* ctx) {
+  T parsed{};
+  if (parse_value(value, &parsed)) {
+    *field = parsed;
+    return true;
+  }
+  report_line(report, ctx, name, value, accepted, "the shim runs as pass-through");
+  return false;
+}
+
+}  // namespace
+
+const OptionInfo* option_table(size_t* count) {
+  *count = sizeof(kTable) / sizeof(kTable[0]);
+  return kTable;
+}
+
+bool parse_bool(const char* t, bool* out) {
+  if (ieq(t, "1") || ieq(t, "true") || ieq(t, "on") || ieq(t, "yes")) return *out = true, true;
+  if (ieq(t, "0") || ieq(t, "false") || ieq(t, "off") || ieq(t, "no")) return *out = false, true;
+  return false;
+}
+
+bool parse_size(const char* t, uint64_t* out) {
+  double v = 0;
+  const char* s = parse_decimal(t, &v);
+  if (!s) return false;
+  double mult = 1;
+  switch (*s) {
+    case 'k': case 'K': mult = 1024.0; ++s; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; ++s; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; ++s; break;
+    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; ++s; break;
+    default: break;
+  }
+  if (mult > 1) {
+    // Accept "4G", "4GB" and "4GiB", all binary: nobody asks for a 4,000,000,000-byte budget.
+    if (*s == 'i' || *s == 'I') ++s;
+    if (*s == 'b' || *s == 'B') ++s;
+  } else if (*s == 'b' || *s == 'B') {
+    ++s;
+  }
+  if (*s != '\0') return false;
+  double bytes = v * mult;
+  if (bytes >= 18446744073709551615.0) return false;
+  if (mult == 1 && v != static_cast<double>(static_cast<uint64_t>(v))) return false;  // "1.5" bytes
+  *out = static_cast<uint64_t>(bytes);
+  return true;
+}
+
+bool parse_value(const char* t, Size* out) { return parse_size(t, &out->bytes); }
+
+bool parse_value(const char* t, SizeOrPercent* out) {
+  size_t n = std::strlen(t);
+  if (n > 1 && t[n - 1] == '%') {
+    char tmp[32];
+    if (n - 1 >= sizeof(tmp)) return false;
+    std::memcpy(tmp, t, n - 1);
+    tmp[n - 1] = '\0';
+    double v = 0;
+    const char* end = parse_decimal(tmp, &v);
+    if (!end || *end != '\0' || v <= 0 || v > 100) return false;
+    out->is_percent = true;
+    out->percent = v;
+    out->bytes = 0;
+    return true;
+  }
+  out->is_percent = false;
+  return parse_size(t, &out->bytes);
+}
+
+bool parse_value(const char* t, Policy* out) {
+  if (ieq(t, "off")) return *out = Policy::off, true;
+  return false;
+}
+
+bool parse_value(const char* t, LogLevel* out) {
+  static const struct { const char* name; LogLevel level; } kLevels[] = {
+      {"quiet", LogLevel::quiet}, {"error", LogLevel::error}, {"warn", LogLevel::warn},
+      {"info", LogLevel::info},   {"debug", LogLevel::debug},
+  };
+  for (const auto& l : kLevels) {
+    if (ieq(t, l.name)) return *out = l.level, true;
+  }
+  return false;
+}
+
+bool parse_value(const char* t, StatsTarget* out) {
+  bool b = false;
+  *out = StatsTarget{};
+  if (*t == '\0') return false;
+  if (parse_bool(t, &b)) {
+    out->kind = b ? StatsTarget::Kind::text_stderr : StatsTarget::Kind::off;
+    return true;
+  }
+  if (ieq(t, "text")) return out->kind = StatsTarget::Kind::text_stderr, true;
+  if (ieq(t, "json")) return out->kind = StatsTarget::Kind::json_stderr, true;
+  size_t n = std::strlen(t);
+  if (n >= sizeof(out->path)) return false;
+  std::memcpy(out->path, t, n + 1);
+  out->kind = StatsTarget::Kind::json_file;
+  return true;
+}
+
+Options default_options() {
+  Options o;
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc) \
+  if (!parse_value(def, &o.field)) std::abort(); /* a bad default is a build defect */
+#include "options.def"
+#undef GMS_OPTION
+  return o;
+}
+
+int parse_options(char* const* env, Options* out, OptionReport report, void* ctx) {
+  *out = default_options();
+  int invalid = 0;
+  if (!env) return 0;
+  for (char* const* e = env; *e; ++e) {
+    const char* kv = *e;
+    if (std::strncmp(kv, kPrefix, kPrefixLen) != 0) continue;
+    const char* eq = std::strchr(kv, '=');
+    if (!eq) continue;
+    const char* name = kv + kPrefixLen;
+    size_t name_len = static_cast<size_t>(eq - name);
+    const char* value = eq + 1;
+    bool known = false;
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc)                                              \
+  if (!known && name_len == sizeof(NAME) - 1 && std::strncmp(name, NAME, name_len) == 0) {            \
+    known = true;                                                                                     \
+    if (!parse_one("GPUMEMSHIM_" NAME, value, accepted, &out->field, report, ctx)) ++invalid;         \
+  }
+#include "options.def"
+#undef GMS_OPTION
+    if (!known) {
+      Line l;
+      l.str("unknown variable ").str(kv, static_cast<size_t>(eq - kv)).str(" ignored (gpumemshim options lists the known ones)");
+      report(l.data(), ctx);
+    }
+  }
+  return invalid;
+}
+
+bool expand_path_pattern(const char* pattern, long pid, char* out, size_t out_size) {
+  Line l;
+  for (const char* p = pattern; *p; ++p) {
+    if (p[0] == '%' && p[1] == 'p') {
+      l.i64(pid);
+      ++p;
+    } else {
+      l.chr(*p);
+    }
+  }
+  if (l.size() + 1 > out_size || l.size() >= 1023) return false;  // 1023: Line truncated it
+  std::memcpy(out, l.data(), l.size() + 1);
+  return true;
+}
+
+}  // namespace gms

@@ -1,0 +1,66 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "log.h"
+
+namespace gms {
+
+enum class Policy : uint8_t { off };
+
+// A size, either absolute or a share of something the shim learns later (device memory, RAM).
+struct Size {
+  uint64_t bytes = 0;
+};
+struct SizeOrPercent {
+  uint64_t bytes = 0;
+  double percent = 0;  // used when is_percent
+  bool is_percent = false;
+  uint64_t resolve(uint64_t whole) const {
+    return is_percent ? static_cast<uint64_t>(static_cast<double>(whole) * percent / 100.0) : bytes;
+  }
+};
+
+struct StatsTarget {
+  enum class Kind : uint8_t { off, text_stderr, json_stderr, json_file } kind = Kind::off;
+  char path[512] = {};
+};
+
+struct Options {
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc) Type field{};
+#include "options.def"
+#undef GMS_OPTION
+};
+
+struct OptionInfo {
+  const char* name;  // full variable name, GPUMEMSHIM_...
+  const char* default_value;
+  const char* accepted;
+  const char* doc;
+};
+const OptionInfo* option_table(size_t* count);
+
+// Parsers, public so that unit tests can check every accepted and rejected form.
+bool parse_value(const char* text, Policy* out);
+bool parse_value(const char* text, StatsTarget* out);
+bool parse_value(const char* text, LogLevel* out);
+bool parse_value(const char* text, Size* out);
+bool parse_value(const char* text, SizeOrPercent* out);
+bool parse_bool(const char* text, bool* out);
+bool parse_size(const char* text, uint64_t* out);
+
+// Reads GPUMEMSHIM_* from an environment block (environ, never getenv: it runs during preload).
+// Every invalid value is reported as one line naming the variable, the value and the accepted forms,
+// and that option keeps its default. Unknown GPUMEMSHIM_* names are reported as well. Returns the
+// number of invalid values (unknown names do not count: a typo warns but does not disable the shim).
+// Allocates nothing.
+using OptionReport = void (*)(const char* line, void* ctx);
+int parse_options(char* const* env, Options* out, OptionReport report, void* ctx);
+
+// Same, into defaults only: what an empty environment gives.
+Options default_options();
+
+// "%p" in a path becomes the pid; returns false if it does not fit.
+bool expand_path_pattern(const char* pattern, long pid, char* out, size_t out_size);
+
+}  // namespace gms

@@ -1,0 +1,117 @@
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "registry.h"
+
+namespace gms {
+
+// Every statistic is declared once here; the text table and the JSON document are both printed by
+// walking these lists, so the two can never disagree.
+#define GMS_FAMILIES(X)                                                                   \
+  X(mem_alloc, "cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, cuMemAllocFromPoolAsync")  \
+  X(mem_alloc_managed, "cuMemAllocManaged")                                              \
+  X(mem_free, "cuMemFree, cuMemFreeAsync")                                               \
+  X(host_alloc, "cuMemHostAlloc, cuMemAllocHost")                                        \
+  X(host_free, "cuMemFreeHost")                                                          \
+  X(host_register, "cuMemHostRegister")                                                  \
+  X(host_unregister, "cuMemHostUnregister")                                              \
+  X(mem_get_info, "cuMemGetInfo")                                                        \
+  X(vmm, "cuMemCreate, cuMemMap, cuMemUnmap, cuMemRelease")                              \
+  X(memcpy, "cuMemcpy family, sync and async")                                           \
+  X(memset, "cuMemsetD* family, sync and async")                                         \
+  X(prefetch, "cuMemPrefetchAsync")                                                      \
+  X(advise, "cuMemAdvise")                                                               \
+  X(launch, "cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch") \
+  X(host_block_alloc, "malloc family and mmap, blocks at or above the threshold")        \
+  X(host_block_free, "free, munmap, mremap of tracked blocks")
+
+#define GMS_DIRECTIONS(X) \
+  X(htod, "host to device") X(dtoh, "device to host") X(dtod, "device to device, same device") \
+  X(peer, "device to device, across devices") X(htoh, "host to host")
+
+// The kind of the host side of a copy: what decides whether the copy engine can read it directly.
+#define GMS_HOST_KINDS(X) \
+  X(pageable, "ordinary host memory: staged by the driver") \
+  X(pinned, "page-locked: cuMemHostAlloc or cuMemHostRegister") \
+  X(managed, "managed (unified) memory")
+
+#define GMS_LAUNCH_KINDS(X) \
+  X(kernel, "cuLaunchKernel") X(kernel_ex, "cuLaunchKernelEx") \
+  X(cooperative, "cuLaunchCooperativeKernel") X(graph, "cuGraphLaunch")
+
+// Things that should stay zero; a non-zero value is a lead for a bug report.
+#define GMS_ANOMALIES(X)                                                                      \
+  X(stale_regions, "regions replaced because their free was never seen")                     \
+  X(unknown_frees, "frees of pointers the shim never saw allocated (passed through)")        \
+  X(unrouted_entry_points, "driver entry points with a hook whose pointer could not be routed")
+
+#define GMS_ENUM(id, doc) id,
+enum class Family : uint8_t { GMS_FAMILIES(GMS_ENUM) };
+enum class Direction : uint8_t { GMS_DIRECTIONS(GMS_ENUM) };
+enum class HostKind : uint8_t { GMS_HOST_KINDS(GMS_ENUM) };
+enum class LaunchKind : uint8_t { GMS_LAUNCH_KINDS(GMS_ENUM) };
+enum class Anomaly : uint8_t { GMS_ANOMALIES(GMS_ENUM) };
+#undef GMS_ENUM
+#define GMS_COUNT(id, doc) +1
+constexpr int kFamilyCount = 0 GMS_FAMILIES(GMS_COUNT);
+constexpr int kDirectionCount = 0 GMS_DIRECTIONS(GMS_COUNT);
+constexpr int kHostKindCount = 0 GMS_HOST_KINDS(GMS_COUNT);
+constexpr int kLaunchKindCount = 0 GMS_LAUNCH_KINDS(GMS_COUNT);
+constexpr int kAnomalyCount = 0 GMS_ANOMALIES(GMS_COUNT);
+#undef GMS_COUNT
+
+struct CallCounter {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> errors{0};  // calls that returned an error
+};
+
+// Relaxed atomics throughout: these are tallies read once at exit, not synchronisation.
+class Stats {
+ public:
+  void call(Family f, uint64_t bytes, bool ok) {
+    auto& c = family_[static_cast<int>(f)];
+    c.calls.fetch_add(1, std::memory_order_relaxed);
+    if (ok) {
+      c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+      c.errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  void copy(Direction d, uint64_t bytes) { add(direction_[static_cast<int>(d)], bytes); }
+  void copy_host(HostKind k, uint64_t bytes) { add(host_kind_[static_cast<int>(k)], bytes); }
+  void launch(LaunchKind k) { launches_[static_cast<int>(k)].fetch_add(1, std::memory_order_relaxed); }
+  void anomaly(Anomaly a, uint64_t n = 1) { anomalies_[static_cast<int>(a)].fetch_add(n, std::memory_order_relaxed); }
+  void live_add(MemKind k, uint64_t bytes);
+  void live_sub(MemKind k, uint64_t bytes);
+
+  const CallCounter& family(Family f) const { return family_[static_cast<int>(f)]; }
+  const CallCounter& direction(Direction d) const { return direction_[static_cast<int>(d)]; }
+  const CallCounter& host_kind(HostKind k) const { return host_kind_[static_cast<int>(k)]; }
+  uint64_t launches(LaunchKind k) const { return launches_[static_cast<int>(k)].load(std::memory_order_relaxed); }
+  uint64_t anomalies(Anomaly a) const { return anomalies_[static_cast<int>(a)].load(std::memory_order_relaxed); }
+  uint64_t live(MemKind k) const { return live_[static_cast<int>(k)].load(std::memory_order_relaxed); }
+  uint64_t peak(MemKind k) const { return peak_[static_cast<int>(k)].load(std::memory_order_relaxed); }
+
+  void reset();  // in a fork child: it reports only what it does itself
+
+  // Both printers write with write(2) from fixed buffers: they run from a destructor at exit.
+  void print_text(int fd) const;
+  void print_json(int fd, long pid) const;
+
+ private:
+  static void add(CallCounter& c, uint64_t bytes) {
+    c.calls.fetch_add(1, std::memory_order_relaxed);
+    c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  CallCounter family_[kFamilyCount];
+  CallCounter direction_[kDirectionCount];
+  CallCounter host_kind_[kHostKindCount];
+  std::atomic<uint64_t> launches_[kLaunchKindCount] = {};
+  std::atomic<uint64_t> anomalies_[kAnomalyCount] = {};
+  std::atomic<uint64_t> live_[kMemKindCount] = {};
+  std::atomic<uint64_t> peak_[kMemKindCount] = {};
+};
+
+}  // namespace gms

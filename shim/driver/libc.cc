@@ -1,0 +1,158 @@
+#include "libc.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/guard.h"
+
+namespace gms::libc {
+namespace {
+
+// dlsym/dlerror need a little memory the first time; 64 KiB is far more than glibc asks for.
+alignas(64) unsigned char g_pool[64 * 1024];
+std::atomic<size_t> g_pool_used{0};
+
+void* pool_alloc(size_t n, size_t align = 16) {
+  size_t used = g_pool_used.load(std::memory_order_relaxed);
+  for (;;) {
+    size_t start = (used + align - 1) & ~(align - 1);
+    if (start + n > sizeof(g_pool)) {
+      static const char kMsg[] = "gpumemshim: bootstrap pool exhausted during dlsym\n";
+      (void)!::write(2, kMsg, sizeof(kMsg) - 1);
+      std::abort();
+    }
+    if (g_pool_used.compare_exchange_weak(used, start + n, std::memory_order_relaxed)) {
+      return g_pool + start;
+    }
+  }
+}
+
+using dlsym_fn = void* (*)(void*, const char*);
+using dlvsym_fn = void* (*)(void*, const char*, const char*);
+
+dlsym_fn real_dlsym() {
+  static std::atomic<dlsym_fn> fn{nullptr};
+  dlsym_fn f = fn.load(std::memory_order_acquire);
+  if (f) return f;
+  ShimScope scope;
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  f = reinterpret_cast<dlsym_fn>(p);
+  fn.store(f, std::memory_order_release);
+  return f;
+}
+
+// One slot per real function. `resolving` marks a thread that is inside dlsym for the allocator:
+// its allocations come from the pool.
+thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false;
+
+template <typename F>
+F resolve(std::atomic<F>& slot, const char* name) {
+  F f = slot.load(std::memory_order_acquire);
+  if (f) return f;
+  if (t_resolving) return nullptr;
+  t_resolving = true;
+  f = reinterpret_cast<F>(real_dlsym()(RTLD_NEXT, name));
+  t_resolving = false;
+  if (!f) {
+    static const char kMsg[] = "gpumemshim: cannot find the real libc function; giving up\n";
+    (void)!::write(2, kMsg, sizeof(kMsg) - 1);
+    std::abort();
+  }
+  slot.store(f, std::memory_order_release);
+  return f;
+}
+
+#define GMS_REAL(name, ret, params)                   \
+  using name##_fn = ret(*) params;                    \
+  std::atomic<name##_fn> g_##name{nullptr};           \
+  inline name##_fn real_##name() { return resolve(g_##name, #name); }
+
+GMS_REAL(malloc, void*, (size_t))
+GMS_REAL(free, void, (void*))
+GMS_REAL(calloc, void*, (size_t, size_t))
+GMS_REAL(realloc, void*, (void*, size_t))
+GMS_REAL(reallocarray, void*, (void*, size_t, size_t))
+GMS_REAL(posix_memalign, int, (void**, size_t, size_t))
+GMS_REAL(aligned_alloc, void*, (size_t, size_t))
+GMS_REAL(memalign, void*, (size_t, size_t))
+GMS_REAL(malloc_usable_size, size_t, (void*))
+GMS_REAL(mmap, void*, (void*, size_t, int, int, int, off_t))
+GMS_REAL(munmap, int, (void*, size_t))
+GMS_REAL(mremap, void*, (void*, size_t, size_t, int, ...))
+GMS_REAL(madvise, int, (void*, size_t, int))
+#undef GMS_REAL
+
+}  // namespace
+
+bool from_bootstrap_pool(const void* p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  auto lo = reinterpret_cast<uintptr_t>(g_pool);
+  return a >= lo && a < lo + sizeof(g_pool);
+}
+
+void* dlsym(void* handle, const char* name) { return real_dlsym()(handle, name); }
+
+void* malloc(size_t n) {
+  auto f = real_malloc();
+  return f ? f(n) : pool_alloc(n);
+}
+
+void free(void* p) {
+  if (from_bootstrap_pool(p)) return;
+  auto f = real_free();
+  if (f) f(p);
+}
+
+void* calloc(size_t n, size_t size) {
+  auto f = real_calloc();
+  if (f) return f(n, size);
+  size_t total = 0;
+  if (__builtin_mul_overflow(n, size, &total)) return nullptr;
+  return pool_alloc(total);  // static storage: already zero
+}
+
+void* realloc(void* p, size_t n) {
+  if (from_bootstrap_pool(p)) {
+    // Moving out of the pool: the old size is unknown, but never larger than what is left of it.
+    void* q = malloc(n);
+    if (q) {
+      size_t avail = sizeof(g_pool) - (static_cast<unsigned char*>(p) - g_pool);
+      std::memcpy(q, p, n < avail ? n : avail);
+    }
+    return q;
+  }
+  return real_realloc()(p, n);
+}
+
+void* reallocarray(void* p, size_t n, size_t size) { return real_reallocarray()(p, n, size); }
+int posix_memalign(void** out, size_t align, size_t n) { return real_posix_memalign()(out, align, n); }
+void* aligned_alloc(size_t align, size_t n) { return real_aligned_alloc()(align, n); }
+
+void* memalign(size_t align, size_t n) {
+  auto f = real_memalign();
+  return f ? f(align, n) : pool_alloc(n, align < 16 ? 16 : align);
+}
+
+size_t malloc_usable_size(void* p) {
+  if (!p || from_bootstrap_pool(p)) return 0;
+  return real_malloc_usable_size()(p);
+}
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return real_mmap()(addr, len, prot, flags, fd, off);
+}
+int munmap(void* addr, size_t len) { return real_munmap()(addr, len); }
+void* mremap(void* old, size_t old_len, size_t new_len, int flags, void* new_addr) {
+  return real_mremap()(old, old_len, new_len, flags, new_addr);
+}
+int madvise(void* addr, size_t len, int advice) { return real_madvise()(addr, len, advice); }
+
+}  // namespace gms::libc

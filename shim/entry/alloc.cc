@@ -1,0 +1,162 @@
+// Allocation, free, host pinning and VMM entry points.
+#include "common.h"
+
+namespace gms::entry {
+
+int current_device() {
+  CUdevice dev = -1;
+  if (call_real(GMS_REAL(cuCtxGetDevice), &dev) != CUDA_SUCCESS) return -1;
+  return static_cast<int>(dev);
+}
+
+namespace {
+void device_alloc(CUresult r, CUdeviceptr* dptr, size_t bytes, Origin origin) {
+  observe::region_alloc(Family::mem_alloc, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::device, origin,
+                        ok(r) ? current_device() : -1, 0);
+}
+}  // namespace
+
+}  // namespace gms::entry
+
+using namespace gms;
+using namespace gms::entry;
+
+GMS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  GMS_NESTED(cuMemAlloc_v2, dptr, bytes);
+  CUresult r = call_real(GMS_REAL(cuMemAlloc_v2), dptr, bytes);
+  device_alloc(r, dptr, bytes, Origin::cuMemAlloc);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                       unsigned int elem) {
+  GMS_NESTED(cuMemAllocPitch_v2, dptr, pitch, width, height, elem);
+  CUresult r = call_real(GMS_REAL(cuMemAllocPitch_v2), dptr, pitch, width, height, elem);
+  device_alloc(r, dptr, ok(r) && pitch ? *pitch * height : 0, Origin::cuMemAllocPitch);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  GMS_NESTED(cuMemAllocManaged, dptr, bytes, flags);
+  CUresult r = call_real(GMS_REAL(cuMemAllocManaged), dptr, bytes, flags);
+  observe::region_alloc(Family::mem_alloc_managed, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::managed,
+                        Origin::cuMemAllocManaged, ok(r) ? current_device() : -1, flags);
+  return r;
+}
+
+#define GMS_ALLOC_ASYNC(sym)                                                   \
+  GMS_EXPORT CUresult sym(CUdeviceptr* dptr, size_t bytes, CUstream stream) { \
+    GMS_NESTED(sym, dptr, bytes, stream);                                      \
+    CUresult r = call_real(GMS_REAL(sym), dptr, bytes, stream);                \
+    device_alloc(r, dptr, bytes, Origin::cuMemAllocAsync);                     \
+    return r;                                                                  \
+  }
+GMS_ALLOC_ASYNC(cuMemAllocAsync)
+GMS_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+
+#define GMS_ALLOC_POOL(sym)                                                                          \
+  GMS_EXPORT CUresult sym(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {     \
+    GMS_NESTED(sym, dptr, bytes, pool, stream);                                                      \
+    CUresult r = call_real(GMS_REAL(sym), dptr, bytes, pool, stream);                                \
+    device_alloc(r, dptr, bytes, Origin::cuMemAllocFromPoolAsync);                                   \
+    return r;                                                                                        \
+  }
+GMS_ALLOC_POOL(cuMemAllocFromPoolAsync)
+GMS_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
+
+GMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  GMS_NESTED(cuMemFree_v2, p);
+  CUresult r = call_real(GMS_REAL(cuMemFree_v2), p);
+  observe::region_free(Family::mem_free, ok(r), addr(p));
+  return r;
+}
+
+// Stream-ordered free: the region is gone for the program from this call on, whatever the stream
+// still has queued, so it leaves the registry now.
+#define GMS_FREE_ASYNC(sym)                                  \
+  GMS_EXPORT CUresult sym(CUdeviceptr p, CUstream stream) {  \
+    GMS_NESTED(sym, p, stream);                              \
+    CUresult r = call_real(GMS_REAL(sym), p, stream);        \
+    observe::region_free(Family::mem_free, ok(r), addr(p));  \
+    return r;                                                \
+  }
+GMS_FREE_ASYNC(cuMemFreeAsync)
+GMS_FREE_ASYNC(cuMemFreeAsync_ptsz)
+
+GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
+  GMS_NESTED(cuMemHostAlloc, pp, bytes, flags);
+  CUresult r = call_real(GMS_REAL(cuMemHostAlloc), pp, bytes, flags);
+  observe::region_alloc(Family::host_alloc, ok(r), ok(r) && pp ? addr(*pp) : 0, bytes, MemKind::pinned_host,
+                        Origin::cuMemHostAlloc, -1, flags);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
+  GMS_NESTED(cuMemAllocHost_v2, pp, bytes);
+  CUresult r = call_real(GMS_REAL(cuMemAllocHost_v2), pp, bytes);
+  observe::region_alloc(Family::host_alloc, ok(r), ok(r) && pp ? addr(*pp) : 0, bytes, MemKind::pinned_host,
+                        Origin::cuMemAllocHost, -1, 0);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemFreeHost(void* p) {
+  GMS_NESTED(cuMemFreeHost, p);
+  CUresult r = call_real(GMS_REAL(cuMemFreeHost), p);
+  observe::region_free(Family::host_free, ok(r), addr(p));
+  return r;
+}
+
+#define GMS_HOST_REGISTER(sym)                                                \
+  GMS_EXPORT CUresult sym(void* p, size_t bytes, unsigned int flags) {        \
+    GMS_NESTED(sym, p, bytes, flags);                                         \
+    CUresult r = call_real(GMS_REAL(sym), p, bytes, flags);                   \
+    observe::host_register(ok(r), addr(p), bytes, flags);                     \
+    return r;                                                                 \
+  }
+GMS_HOST_REGISTER(cuMemHostRegister)
+GMS_HOST_REGISTER(cuMemHostRegister_v2)
+
+GMS_EXPORT CUresult cuMemHostUnregister(void* p) {
+  GMS_NESTED(cuMemHostUnregister, p);
+  CUresult r = call_real(GMS_REAL(cuMemHostUnregister), p);
+  observe::host_unregister(ok(r), addr(p));
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  GMS_NESTED(cuMemGetInfo_v2, free_bytes, total_bytes);
+  CUresult r = call_real(GMS_REAL(cuMemGetInfo_v2), free_bytes, total_bytes);
+  observe::call(Family::mem_get_info, ok(r), 0);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                                unsigned long long flags) {
+  GMS_NESTED(cuMemCreate, handle, size, prop, flags);
+  CUresult r = call_real(GMS_REAL(cuMemCreate), handle, size, prop, flags);
+  observe::call(Family::vmm, ok(r), size);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags) {
+  GMS_NESTED(cuMemMap, ptr, size, offset, handle, flags);
+  CUresult r = call_real(GMS_REAL(cuMemMap), ptr, size, offset, handle, flags);
+  observe::region_alloc(Family::vmm, ok(r), addr(ptr), size, MemKind::vmm, Origin::cuMemMap,
+                        ok(r) ? current_device() : -1, 0);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  GMS_NESTED(cuMemUnmap, ptr, size);
+  CUresult r = call_real(GMS_REAL(cuMemUnmap), ptr, size);
+  observe::vmm_unmap(ok(r), addr(ptr), size);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  GMS_NESTED(cuMemRelease, handle);
+  CUresult r = call_real(GMS_REAL(cuMemRelease), handle);
+  observe::call(Family::vmm, ok(r), 0);
+  return r;
+}

@@ -1,0 +1,39 @@
+#pragma once
+// Shared by the hook files. A hook: passes straight through when the thread is already inside the
+// shim (a nested entry point reached from the driver, or the shim's own calls), else calls the real
+// implementation under the guard and tells core/observe what happened. Policies will add a
+// decision step before the call; nothing here may allocate on the fast path.
+#include "core/guard.h"
+#include "core/observe.h"
+#include "core/runtime.h"
+#include "driver/cuda_driver.h"
+
+#define GMS_EXPORT extern "C" __attribute__((visibility("default")))
+#define GMS_REAL(sym) ::gms::driver::real<::gms::driver::Fn::sym>()
+
+namespace gms::entry {
+
+// The real call under the guard. Without a driver, the answer a missing symbol would give.
+template <typename F, typename... A>
+inline CUresult call_real(F f, A... a) {
+  if (!f) return CUDA_ERROR_NOT_FOUND;
+  ShimScope scope;
+  return f(a...);
+}
+
+inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
+
+// The device of the calling thread's current context, or -1 when there is none.
+int current_device();
+
+// For copy ends the call does not type (cuMemcpy): what the driver says the pointer is.
+observe::PtrKind ask_driver(uintptr_t addr);
+
+inline uintptr_t addr(CUdeviceptr p) { return static_cast<uintptr_t>(p); }
+inline uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+}  // namespace gms::entry
+
+// Hooks that are nested in another hook (or in the shim itself) only forward.
+#define GMS_NESTED(sym, ...) \
+  if (::gms::in_shim()) return ::gms::entry::call_real(GMS_REAL(sym), __VA_ARGS__)

@@ -1,0 +1,250 @@
+// Copy and memset entry points: every direction, sync and async, 2D/3D/peer/batch, and the
+// per-thread-default-stream variants of each.
+#include "common.h"
+
+namespace gms::entry {
+
+observe::PtrKind ask_driver(uintptr_t p) {
+  unsigned int type = 0;
+  if (call_real(GMS_REAL(cuPointerGetAttribute), &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, static_cast<CUdeviceptr>(p)) !=
+      CUDA_SUCCESS) {
+    return observe::PtrKind::pageable;  // the driver does not know it: ordinary host memory
+  }
+  if (type == CU_MEMORYTYPE_HOST) return observe::PtrKind::pinned;
+  int managed = 0;
+  if (call_real(GMS_REAL(cuPointerGetAttribute), &managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                static_cast<CUdeviceptr>(p)) == CUDA_SUCCESS && managed) {
+    return observe::PtrKind::managed;
+  }
+  return observe::PtrKind::device;
+}
+
+namespace {
+
+using observe::CopyEnd;
+using observe::Side;
+
+CopyEnd host(const void* p) { return {Side::host, addr(p)}; }
+CopyEnd dev(CUdeviceptr p) { return {Side::device, addr(p)}; }
+CopyEnd unified(CUdeviceptr p) { return {Side::unified, addr(p)}; }
+CopyEnd array() { return {Side::array, 0}; }
+
+CopyEnd end_of(CUmemorytype type, const void* host_ptr, CUdeviceptr dev_ptr) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST:
+      return host(host_ptr);
+    case CU_MEMORYTYPE_DEVICE:
+      return dev(dev_ptr);
+    case CU_MEMORYTYPE_ARRAY:
+      return array();
+    default:
+      return unified(dev_ptr);
+  }
+}
+
+void linear_copy(CUresult r, CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer) {
+  observe::copy_call(ok(r), bytes);
+  if (ok(r)) observe::copy_one(dst, src, bytes, peer, ask_driver);
+}
+
+void copy_2d(CUresult r, const CUDA_MEMCPY2D* c) {
+  uint64_t bytes = c ? static_cast<uint64_t>(c->WidthInBytes) * c->Height : 0;
+  if (!c) return observe::copy_call(false, 0);
+  linear_copy(r, end_of(c->dstMemoryType, c->dstHost, c->dstDevice), end_of(c->srcMemoryType, c->srcHost, c->srcDevice),
+              bytes, false);
+}
+
+template <typename C>
+void copy_3d(CUresult r, const C* c, bool peer) {
+  if (!c) return observe::copy_call(false, 0);
+  uint64_t bytes = static_cast<uint64_t>(c->WidthInBytes) * c->Height * (c->Depth ? c->Depth : 1);
+  linear_copy(r, end_of(c->dstMemoryType, c->dstHost, c->dstDevice), end_of(c->srcMemoryType, c->srcHost, c->srcDevice),
+              bytes, peer);
+}
+
+void copy_batch(CUresult r, const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t* sizes, size_t count) {
+  uint64_t total = 0;
+  if (sizes) {
+    for (size_t i = 0; i < count; ++i) total += sizes[i];
+  }
+  observe::copy_call(ok(r), total);
+  if (!ok(r) || !dsts || !srcs || !sizes) return;
+  for (size_t i = 0; i < count; ++i) observe::copy_one(unified(dsts[i]), unified(srcs[i]), sizes[i], false, ask_driver);
+}
+
+CopyEnd operand_end(const CUmemcpy3DOperand& o) {
+  return o.type == CU_MEMCPY_OPERAND_TYPE_POINTER ? unified(o.op.ptr.ptr) : array();
+}
+
+void copy_3d_batch(CUresult r, size_t n, const CUDA_MEMCPY3D_BATCH_OP* ops) {
+  uint64_t total = 0;
+  auto bytes_of = [](const CUDA_MEMCPY3D_BATCH_OP& op) {
+    return static_cast<uint64_t>(op.extent.width) * (op.extent.height ? op.extent.height : 1) *
+           (op.extent.depth ? op.extent.depth : 1);
+  };
+  if (ops) {
+    for (size_t i = 0; i < n; ++i) total += bytes_of(ops[i]);
+  }
+  observe::copy_call(ok(r), total);
+  if (!ok(r) || !ops) return;
+  for (size_t i = 0; i < n; ++i) {
+    observe::copy_one(operand_end(ops[i].dst), operand_end(ops[i].src), bytes_of(ops[i]), false, ask_driver);
+  }
+}
+
+}  // namespace
+}  // namespace gms::entry
+
+using namespace gms;
+using namespace gms::entry;
+
+#define GMS_UNPAREN(...) __VA_ARGS__
+// One hook: forward under the guard, then record the copy described by RECORD.
+#define GMS_COPY_HOOK(sym, params, args, RECORD)                 \
+  GMS_EXPORT CUresult sym params {                               \
+    GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
+    RECORD;                                                      \
+    return r;                                                    \
+  }
+
+// Linear copies, synchronous (legacy or per-thread default stream) and asynchronous.
+#define GMS_HTOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), linear_copy(r, dev(d), host(s), n, false))
+#define GMS_DTOH(sym) GMS_COPY_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, host(d), dev(s), n, false))
+#define GMS_DTOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, dev(d), dev(s), n, false))
+#define GMS_ANY(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, unified(d), unified(s), n, false))
+#define GMS_HTOD_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, dev(d), host(s), n, false))
+#define GMS_DTOH_A(sym) GMS_COPY_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, host(d), dev(s), n, false))
+#define GMS_DTOD_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, dev(d), dev(s), n, false))
+#define GMS_ANY_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, unified(d), unified(s), n, false))
+GMS_HTOD(cuMemcpyHtoD_v2)
+GMS_HTOD(cuMemcpyHtoD_v2_ptds)
+GMS_DTOH(cuMemcpyDtoH_v2)
+GMS_DTOH(cuMemcpyDtoH_v2_ptds)
+GMS_DTOD(cuMemcpyDtoD_v2)
+GMS_DTOD(cuMemcpyDtoD_v2_ptds)
+GMS_ANY(cuMemcpy)
+GMS_ANY(cuMemcpy_ptds)
+GMS_HTOD_A(cuMemcpyHtoDAsync_v2)
+GMS_HTOD_A(cuMemcpyHtoDAsync_v2_ptsz)
+GMS_DTOH_A(cuMemcpyDtoHAsync_v2)
+GMS_DTOH_A(cuMemcpyDtoHAsync_v2_ptsz)
+GMS_DTOD_A(cuMemcpyDtoDAsync_v2)
+GMS_DTOD_A(cuMemcpyDtoDAsync_v2_ptsz)
+GMS_ANY_A(cuMemcpyAsync)
+GMS_ANY_A(cuMemcpyAsync_ptsz)
+
+#define GMS_PEER(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), linear_copy(r, dev(d), dev(s), n, true))
+#define GMS_PEER_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st), linear_copy(r, dev(d), dev(s), n, true))
+GMS_PEER(cuMemcpyPeer)
+GMS_PEER(cuMemcpyPeer_ptds)
+GMS_PEER_A(cuMemcpyPeerAsync)
+GMS_PEER_A(cuMemcpyPeerAsync_ptsz)
+
+// CUDA arrays: the array side is device memory.
+#define GMS_HTOA(sym) GMS_COPY_HOOK(sym, (CUarray a, size_t o, const void* s, size_t n), (a, o, s, n), linear_copy(r, array(), host(s), n, false))
+#define GMS_ATOH(sym) GMS_COPY_HOOK(sym, (void* d, CUarray a, size_t o, size_t n), (d, a, o, n), linear_copy(r, host(d), array(), n, false))
+#define GMS_DTOA(sym) GMS_COPY_HOOK(sym, (CUarray a, size_t o, CUdeviceptr s, size_t n), (a, o, s, n), linear_copy(r, array(), dev(s), n, false))
+#define GMS_ATOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUarray a, size_t o, size_t n), (d, a, o, n), linear_copy(r, dev(d), array(), n, false))
+#define GMS_ATOA(sym) GMS_COPY_HOOK(sym, (CUarray d, size_t doff, CUarray s, size_t soff, size_t n), (d, doff, s, soff, n), linear_copy(r, array(), array(), n, false))
+#define GMS_HTOA_A(sym) GMS_COPY_HOOK(sym, (CUarray a, size_t o, const void* s, size_t n, CUstream st), (a, o, s, n, st), linear_copy(r, array(), host(s), n, false))
+#define GMS_ATOH_A(sym) GMS_COPY_HOOK(sym, (void* d, CUarray a, size_t o, size_t n, CUstream st), (d, a, o, n, st), linear_copy(r, host(d), array(), n, false))
+GMS_HTOA(cuMemcpyHtoA_v2)
+GMS_HTOA(cuMemcpyHtoA_v2_ptds)
+GMS_ATOH(cuMemcpyAtoH_v2)
+GMS_ATOH(cuMemcpyAtoH_v2_ptds)
+GMS_DTOA(cuMemcpyDtoA_v2)
+GMS_DTOA(cuMemcpyDtoA_v2_ptds)
+GMS_ATOD(cuMemcpyAtoD_v2)
+GMS_ATOD(cuMemcpyAtoD_v2_ptds)
+GMS_ATOA(cuMemcpyAtoA_v2)
+GMS_ATOA(cuMemcpyAtoA_v2_ptds)
+GMS_HTOA_A(cuMemcpyHtoAAsync_v2)
+GMS_HTOA_A(cuMemcpyHtoAAsync_v2_ptsz)
+GMS_ATOH_A(cuMemcpyAtoHAsync_v2)
+GMS_ATOH_A(cuMemcpyAtoHAsync_v2_ptsz)
+
+// Strided copies: the descriptor says where each side lives.
+#define GMS_2D(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY2D* c), (c), copy_2d(r, c))
+#define GMS_2D_A(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY2D* c, CUstream st), (c, st), copy_2d(r, c))
+#define GMS_3D(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY3D* c), (c), copy_3d(r, c, false))
+#define GMS_3D_A(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY3D* c, CUstream st), (c, st), copy_3d(r, c, false))
+#define GMS_3DP(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY3D_PEER* c), (c), copy_3d(r, c, true))
+#define GMS_3DP_A(sym) GMS_COPY_HOOK(sym, (const CUDA_MEMCPY3D_PEER* c, CUstream st), (c, st), copy_3d(r, c, true))
+GMS_2D(cuMemcpy2D_v2)
+GMS_2D(cuMemcpy2D_v2_ptds)
+GMS_2D(cuMemcpy2DUnaligned_v2)
+GMS_2D(cuMemcpy2DUnaligned_v2_ptds)
+GMS_2D_A(cuMemcpy2DAsync_v2)
+GMS_2D_A(cuMemcpy2DAsync_v2_ptsz)
+GMS_3D(cuMemcpy3D_v2)
+GMS_3D(cuMemcpy3D_v2_ptds)
+GMS_3D_A(cuMemcpy3DAsync_v2)
+GMS_3D_A(cuMemcpy3DAsync_v2_ptsz)
+GMS_3DP(cuMemcpy3DPeer)
+GMS_3DP(cuMemcpy3DPeer_ptds)
+GMS_3DP_A(cuMemcpy3DPeerAsync)
+GMS_3DP_A(cuMemcpy3DPeerAsync_ptsz)
+
+// Batches: CUDA 12.8's form has a failIdx out-parameter, CUDA 13.0's (_v2) does not.
+#define GMS_BATCH_128(sym)                                                                                        \
+  GMS_COPY_HOOK(sym,                                                                                              \
+                (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count, CUmemcpyAttributes * attrs,          \
+                 size_t * attr_idx, size_t num_attrs, size_t * fail, CUstream st),                                \
+                (d, s, n, count, attrs, attr_idx, num_attrs, fail, st), copy_batch(r, d, s, n, count))
+#define GMS_BATCH_130(sym)                                                                                        \
+  GMS_COPY_HOOK(sym,                                                                                              \
+                (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count, CUmemcpyAttributes * attrs,          \
+                 size_t * attr_idx, size_t num_attrs, CUstream st),                                               \
+                (d, s, n, count, attrs, attr_idx, num_attrs, st), copy_batch(r, d, s, n, count))
+#define GMS_BATCH3D_128(sym)                                                                                       \
+  GMS_COPY_HOOK(sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail, unsigned long long flags, CUstream st), \
+                (n, ops, fail, flags, st), copy_3d_batch(r, n, ops))
+#define GMS_BATCH3D_130(sym)                                                                          \
+  GMS_COPY_HOOK(sym, (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream st), \
+                (n, ops, flags, st), copy_3d_batch(r, n, ops))
+GMS_BATCH_128(cuMemcpyBatchAsync)
+GMS_BATCH_128(cuMemcpyBatchAsync_ptsz)
+GMS_BATCH_130(cuMemcpyBatchAsync_v2)
+GMS_BATCH_130(cuMemcpyBatchAsync_v2_ptsz)
+GMS_BATCH3D_128(cuMemcpy3DBatchAsync)
+GMS_BATCH3D_128(cuMemcpy3DBatchAsync_ptsz)
+GMS_BATCH3D_130(cuMemcpy3DBatchAsync_v2)
+GMS_BATCH3D_130(cuMemcpy3DBatchAsync_v2_ptsz)
+
+// Memsets: counted by the bytes they write.
+#define GMS_MEMSET(sym, T, W)                                                                                   \
+  GMS_COPY_HOOK(sym, (CUdeviceptr d, T v, size_t n), (d, v, n), observe::call(Family::memset, ok(r), n * (W)))
+#define GMS_MEMSET_A(sym, T, W)                                                                                     \
+  GMS_COPY_HOOK(sym, (CUdeviceptr d, T v, size_t n, CUstream st), (d, v, n, st),                                    \
+                observe::call(Family::memset, ok(r), n * (W)))
+#define GMS_MEMSET2D(sym, T, W)                                                                            \
+  GMS_COPY_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h), (d, pitch, v, w, h),          \
+                observe::call(Family::memset, ok(r), w * (W) * h))
+#define GMS_MEMSET2D_A(sym, T, W)                                                                                  \
+  GMS_COPY_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream st), (d, pitch, v, w, h, st), \
+                observe::call(Family::memset, ok(r), w * (W) * h))
+GMS_MEMSET(cuMemsetD8_v2, unsigned char, 1)
+GMS_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
+GMS_MEMSET(cuMemsetD16_v2, unsigned short, 2)
+GMS_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2)
+GMS_MEMSET(cuMemsetD32_v2, unsigned int, 4)
+GMS_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4)
+GMS_MEMSET2D(cuMemsetD2D8_v2, unsigned char, 1)
+GMS_MEMSET2D(cuMemsetD2D8_v2_ptds, unsigned char, 1)
+GMS_MEMSET2D(cuMemsetD2D16_v2, unsigned short, 2)
+GMS_MEMSET2D(cuMemsetD2D16_v2_ptds, unsigned short, 2)
+GMS_MEMSET2D(cuMemsetD2D32_v2, unsigned int, 4)
+GMS_MEMSET2D(cuMemsetD2D32_v2_ptds, unsigned int, 4)
+GMS_MEMSET_A(cuMemsetD8Async, unsigned char, 1)
+GMS_MEMSET_A(cuMemsetD8Async_ptsz, unsigned char, 1)
+GMS_MEMSET_A(cuMemsetD16Async, unsigned short, 2)
+GMS_MEMSET_A(cuMemsetD16Async_ptsz, unsigned short, 2)
+GMS_MEMSET_A(cuMemsetD32Async, unsigned int, 4)
+GMS_MEMSET_A(cuMemsetD32Async_ptsz, unsigned int, 4)
+GMS_MEMSET2D_A(cuMemsetD2D8Async, unsigned char, 1)
+GMS_MEMSET2D_A(cuMemsetD2D8Async_ptsz, unsigned char, 1)
+GMS_MEMSET2D_A(cuMemsetD2D16Async, unsigned short, 2)
+GMS_MEMSET2D_A(cuMemsetD2D16Async_ptsz, unsigned short, 2)
+GMS_MEMSET2D_A(cuMemsetD2D32Async, unsigned int, 4)
+GMS_MEMSET2D_A(cuMemsetD2D32Async_ptsz, unsigned int, 4)

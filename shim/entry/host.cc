@@ -1,0 +1,150 @@
+// Host memory hooks: the malloc family and the mmap family. Small blocks cost one compare on the
+// way in and one malloc_usable_size on the way out; only blocks at or above GPUMEMSHIM_HOST_THRESHOLD
+// reach the registry. glibc maps large malloc blocks with an internal mmap that the mmap hook never
+// sees, which is why blocks are tracked here in the malloc family as well.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdint>
+
+#include "common.h"
+#include "driver/libc.h"
+
+namespace gms::entry {
+namespace {
+
+inline bool large(size_t n) { return __builtin_expect(n >= host_threshold(), 0); }
+
+// Only frees of memory whose usable size reaches the threshold can be tracked blocks.
+inline bool maybe_tracked(void* p) {
+  return p && !in_shim() && runtime_stats().live(MemKind::host_block) != 0 && large(libc::malloc_usable_size(p));
+}
+
+inline void track(void* p, size_t n, Origin o) {
+  if (p && large(n) && !in_shim()) observe::host_block_alloc(addr(p), n, o);
+}
+
+inline uintptr_t page_round(uintptr_t n) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) & ~(page - 1);
+}
+
+}  // namespace
+}  // namespace gms::entry
+
+using namespace gms;
+using namespace gms::entry;
+
+GMS_EXPORT void* malloc(size_t n) {
+  void* p = libc::malloc(n);
+  track(p, n, Origin::malloc);
+  return p;
+}
+
+GMS_EXPORT void free(void* p) {
+  // Forget the block before the memory is returned: once free() returns, another thread may get
+  // the same address and must not find this block in the registry.
+  if (maybe_tracked(p)) observe::host_block_free(addr(p));
+  libc::free(p);
+}
+
+GMS_EXPORT void* calloc(size_t n, size_t size) {
+  void* p = libc::calloc(n, size);
+  size_t total = 0;
+  if (p && !__builtin_mul_overflow(n, size, &total)) track(p, total, Origin::calloc);
+  return p;
+}
+
+GMS_EXPORT void* realloc(void* p, size_t n) {
+  size_t forgot = maybe_tracked(p) ? observe::host_block_free(addr(p)) : 0;
+  void* q = libc::realloc(p, n);
+  if (!q && n != 0 && forgot) {
+    observe::host_block_alloc(addr(p), forgot, Origin::realloc);  // failed: the old block lives on
+  } else {
+    track(q, n, Origin::realloc);
+  }
+  return q;
+}
+
+GMS_EXPORT void* reallocarray(void* p, size_t n, size_t size) {
+  size_t total = 0;
+  if (__builtin_mul_overflow(n, size, &total)) return libc::reallocarray(p, n, size);  // sets ENOMEM
+  return realloc(p, total);
+}
+
+GMS_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+  int r = libc::posix_memalign(out, align, n);
+  if (r == 0) track(*out, n, Origin::memalign);
+  return r;
+}
+
+GMS_EXPORT void* aligned_alloc(size_t align, size_t n) {
+  void* p = libc::aligned_alloc(align, n);
+  track(p, n, Origin::memalign);
+  return p;
+}
+
+GMS_EXPORT void* memalign(size_t align, size_t n) {
+  void* p = libc::memalign(align, n);
+  track(p, n, Origin::memalign);
+  return p;
+}
+
+namespace gms::entry {
+namespace {
+void* mmap_impl(void* a, size_t len, int prot, int flags, int fd, off_t off) {
+  bool watch = !in_shim();
+  // MAP_FIXED silently replaces whatever was mapped there: that memory is gone first.
+  if (watch && (flags & MAP_FIXED) && a) observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  void* p = libc::mmap(a, len, prot, flags, fd, off);
+  if (watch && p != MAP_FAILED && large(len)) {
+    bool file = fd >= 0 && !(flags & MAP_ANONYMOUS);
+    observe::host_block_alloc(addr(p), page_round(len), file ? Origin::mmap_file : Origin::mmap_anon);
+  }
+  return p;
+}
+}  // namespace
+}  // namespace gms::entry
+
+GMS_EXPORT void* mmap(void* a, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap_impl(a, len, prot, flags, fd, off);
+}
+GMS_EXPORT void* mmap64(void* a, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap_impl(a, len, prot, flags, fd, off);
+}
+
+GMS_EXPORT int munmap(void* a, size_t len) {
+  if (!in_shim()) observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  return libc::munmap(a, len);
+}
+
+GMS_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
+  void* new_addr = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_addr = va_arg(ap, void*);
+    va_end(ap);
+  }
+  bool watch = !in_shim();
+  size_t forgot = 0;
+  if (watch) {
+    ShimScope scope;
+    forgot = host_blocks().find(addr(old)) ? page_round(old_len) : 0;
+    observe::host_range_gone(addr(old), addr(old) + page_round(old_len));
+  }
+  void* p = libc::mremap(old, old_len, new_len, flags, new_addr);
+  if (watch) {
+    if (p != MAP_FAILED && (forgot || large(new_len))) {
+      observe::host_block_alloc(addr(p), page_round(new_len), Origin::mremap);
+    } else if (p == MAP_FAILED && forgot) {
+      observe::host_block_alloc(addr(old), forgot, Origin::mremap);  // failed: the old mapping lives on
+    }
+  }
+  return p;
+}
+
+// Forwarded unchanged for now. MADV_DONTNEED/FREE/REMOVE discard contents without unmapping: the
+// registration cache (pinned copies) must drop its entries here before the call.
+GMS_EXPORT int madvise(void* a, size_t len, int advice) { return libc::madvise(a, len, advice); }

@@ -1,0 +1,65 @@
+// Kernel and graph launches, and the unified-memory hints (observed only, for now).
+#include "common.h"
+
+using namespace gms;
+using namespace gms::entry;
+
+#define GMS_UNPAREN(...) __VA_ARGS__
+#define GMS_LAUNCH_HOOK(sym, params, args, KIND)             \
+  GMS_EXPORT CUresult sym params {                           \
+    GMS_NESTED(sym, GMS_UNPAREN args);                       \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args); \
+    observe::launch(LaunchKind::KIND, ok(r));                \
+    return r;                                                \
+  }
+
+#define GMS_LAUNCH(sym)                                                                                      \
+  GMS_LAUNCH_HOOK(sym,                                                                                       \
+                  (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+                   unsigned shmem, CUstream st, void** params, void** extra),                                \
+                  (f, gx, gy, gz, bx, by, bz, shmem, st, params, extra), kernel)
+#define GMS_LAUNCH_COOP(sym)                                                                                 \
+  GMS_LAUNCH_HOOK(sym,                                                                                       \
+                  (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+                   unsigned shmem, CUstream st, void** params),                                              \
+                  (f, gx, gy, gz, bx, by, bz, shmem, st, params), cooperative)
+#define GMS_LAUNCH_EX(sym) \
+  GMS_LAUNCH_HOOK(sym, (const CUlaunchConfig* c, CUfunction f, void** params, void** extra), (c, f, params, extra), kernel_ex)
+#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph)
+GMS_LAUNCH(cuLaunchKernel)
+GMS_LAUNCH(cuLaunchKernel_ptsz)
+GMS_LAUNCH_COOP(cuLaunchCooperativeKernel)
+GMS_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
+GMS_LAUNCH_EX(cuLaunchKernelEx)
+GMS_LAUNCH_EX(cuLaunchKernelEx_ptsz)
+GMS_GRAPH(cuGraphLaunch)
+GMS_GRAPH(cuGraphLaunch_ptsz)
+
+#define GMS_HINT_HOOK(sym, params, args, bytes)              \
+  GMS_EXPORT CUresult sym params {                           \
+    GMS_NESTED(sym, GMS_UNPAREN args);                       \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args); \
+    observe::call(Family::prefetch, ok(r), bytes);           \
+    return r;                                                \
+  }
+// CUDA 8 forms name a device; CUDA 12.2+ (_v2) forms name a CUmemLocation.
+GMS_HINT_HOOK(cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUdevice d, CUstream st), (p, n, d, st), n)
+GMS_HINT_HOOK(cuMemPrefetchAsync_ptsz, (CUdeviceptr p, size_t n, CUdevice d, CUstream st), (p, n, d, st), n)
+GMS_HINT_HOOK(cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned fl, CUstream st),
+              (p, n, l, fl, st), n)
+GMS_HINT_HOOK(cuMemPrefetchAsync_v2_ptsz, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned fl, CUstream st),
+              (p, n, l, fl, st), n)
+
+GMS_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice d) {
+  GMS_NESTED(cuMemAdvise, p, n, advice, d);
+  CUresult r = call_real(GMS_REAL(cuMemAdvise), p, n, advice, d);
+  observe::call(Family::advise, ok(r), n);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation l) {
+  GMS_NESTED(cuMemAdvise_v2, p, n, advice, l);
+  CUresult r = call_real(GMS_REAL(cuMemAdvise_v2), p, n, advice, l);
+  observe::call(Family::advise, ok(r), n);
+  return r;
+}
