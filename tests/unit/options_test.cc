@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+
+namespace gms {
+namespace {
+
+TEST(ParseSize, AcceptsPlainAndSuffixedForms) {
+  uint64_t v = 0;
+  ASSERT_TRUE(parse_size("0", &v));
+  EXPECT_EQ(v, 0u);
+  ASSERT_TRUE(parse_size("4096", &v));
+  EXPECT_EQ(v, 4096u);
+  ASSERT_TRUE(parse_size("4096B", &v));
+  EXPECT_EQ(v, 4096u);
+  ASSERT_TRUE(parse_size("1K", &v));
+  EXPECT_EQ(v, 1024u);
+  ASSERT_TRUE(parse_size("1k", &v));
+  EXPECT_EQ(v, 1024u);
+  ASSERT_TRUE(parse_size("8M", &v));
+  EXPECT_EQ(v, 8u << 20);
+  ASSERT_TRUE(parse_size("8MB", &v));
+  EXPECT_EQ(v, 8u << 20);
+  ASSERT_TRUE(parse_size("8MiB", &v));
+  EXPECT_EQ(v, 8u << 20);
+  ASSERT_TRUE(parse_size("8G", &v));
+  EXPECT_EQ(v, 8ull << 30);
+  ASSERT_TRUE(parse_size("1.5G", &v));
+  EXPECT_EQ(v, 3ull << 29);
+  ASSERT_TRUE(parse_size("2T", &v));
+  EXPECT_EQ(v, 2ull << 40);
+}
+
+TEST(ParseSize, RejectsEverythingElse) {
+  uint64_t v = 77;
+  for (const char* bad : {"", "G", "-1", "1.5", "8X", "8GG", "8 G", " 8G", "8G ", "1e9", "0x10", "1.", ".5G",
+                          "99999999999T", "8Gi B", "abc"}) {
+    EXPECT_FALSE(parse_size(bad, &v)) << "'" << bad << "'";
+  }
+  EXPECT_EQ(v, 77u) << "a rejected value must not change the output";
+}
+
+TEST(ParseSizeOrPercent, PercentForms) {
+  SizeOrPercent s;
+  ASSERT_TRUE(parse_value("50%", &s));
+  EXPECT_TRUE(s.is_percent);
+  EXPECT_EQ(s.resolve(80ull << 30), 40ull << 30);
+  ASSERT_TRUE(parse_value("12.5%", &s));
+  EXPECT_EQ(s.resolve(800), 100u);
+  ASSERT_TRUE(parse_value("100%", &s));
+  ASSERT_TRUE(parse_value("8G", &s));
+  EXPECT_FALSE(s.is_percent);
+  EXPECT_EQ(s.resolve(1), 8ull << 30);
+  for (const char* bad : {"%", "0%", "101%", "-5%", "5%%", "x%", "50 %"}) {
+    EXPECT_FALSE(parse_value(bad, &s)) << "'" << bad << "'";
+  }
+}
+
+TEST(ParseBool, EveryForm) {
+  bool b = false;
+  for (const char* t : {"1", "true", "TRUE", "on", "On", "yes"}) {
+    ASSERT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_TRUE(b) << t;
+  }
+  for (const char* f : {"0", "false", "False", "off", "OFF", "no"}) {
+    ASSERT_TRUE(parse_bool(f, &b)) << f;
+    EXPECT_FALSE(b) << f;
+  }
+  for (const char* bad : {"", "2", "enable", "y", "tru"}) EXPECT_FALSE(parse_bool(bad, &b)) << bad;
+}
+
+TEST(ParseStats, Forms) {
+  StatsTarget t;
+  ASSERT_TRUE(parse_value("1", &t));
+  EXPECT_EQ(t.kind, StatsTarget::Kind::text_stderr);
+  ASSERT_TRUE(parse_value("text", &t));
+  EXPECT_EQ(t.kind, StatsTarget::Kind::text_stderr);
+  ASSERT_TRUE(parse_value("off", &t));
+  EXPECT_EQ(t.kind, StatsTarget::Kind::off);
+  ASSERT_TRUE(parse_value("json", &t));
+  EXPECT_EQ(t.kind, StatsTarget::Kind::json_stderr);
+  ASSERT_TRUE(parse_value("/tmp/s-%p.json", &t));
+  EXPECT_EQ(t.kind, StatsTarget::Kind::json_file);
+  EXPECT_STREQ(t.path, "/tmp/s-%p.json");
+  EXPECT_FALSE(parse_value("", &t));
+  std::string too_long(600, 'x');
+  EXPECT_FALSE(parse_value(too_long.c_str(), &t));
+}
+
+TEST(ParseLogAndPolicy, Forms) {
+  LogLevel l;
+  ASSERT_TRUE(parse_value("debug", &l));
+  EXPECT_EQ(l, LogLevel::debug);
+  ASSERT_TRUE(parse_value("QUIET", &l));
+  EXPECT_EQ(l, LogLevel::quiet);
+  EXPECT_FALSE(parse_value("loud", &l));
+  Policy p;
+  ASSERT_TRUE(parse_value("off", &p));
+  EXPECT_FALSE(parse_value("spill-everything", &p));
+}
+
+struct Reports {
+  std::vector<std::string> lines;
+  static void add(const char* line, void* ctx) { static_cast<Reports*>(ctx)->lines.emplace_back(line); }
+};
+
+TEST(ParseOptions, ReadsOnlyPrefixedVariables) {
+  char a[] = "PATH=/bin";
+  char b[] = "GPUMEMSHIM_STATS=json";
+  char c[] = "GPUMEMSHIM_HOST_THRESHOLD=4M";
+  char d[] = "GPUMEMSHIM_LOG=debug";
+  char* env[] = {a, b, c, d, nullptr};
+  Options o;
+  Reports r;
+  EXPECT_EQ(parse_options(env, &o, Reports::add, &r), 0);
+  EXPECT_TRUE(r.lines.empty());
+  EXPECT_EQ(o.stats.kind, StatsTarget::Kind::json_stderr);
+  EXPECT_EQ(o.host_threshold.bytes, 4u << 20);
+  EXPECT_EQ(o.log, LogLevel::debug);
+  EXPECT_EQ(o.policy, Policy::off);
+}
+
+TEST(ParseOptions, InvalidValueIsOneLineNamingVariableValueAndFormsAndKeepsDefault) {
+  char a[] = "GPUMEMSHIM_HOST_THRESHOLD=lots";
+  char b[] = "GPUMEMSHIM_LOG=info";
+  char* env[] = {a, b, nullptr};
+  Options o;
+  Reports r;
+  EXPECT_EQ(parse_options(env, &o, Reports::add, &r), 1);
+  ASSERT_EQ(r.lines.size(), 1u);
+  const std::string& line = r.lines[0];
+  EXPECT_NE(line.find("GPUMEMSHIM_HOST_THRESHOLD"), std::string::npos) << line;
+  EXPECT_NE(line.find("'lots'"), std::string::npos) << line;
+  EXPECT_NE(line.find("K/M/G/T"), std::string::npos) << line;
+  EXPECT_NE(line.find("pass-through"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "one line";
+  EXPECT_EQ(o.host_threshold.bytes, 1u << 20) << "the default stays";
+  EXPECT_EQ(o.log, LogLevel::info) << "valid options are still taken";
+}
+
+TEST(ParseOptions, UnknownNameWarnsButIsNotInvalid) {
+  char a[] = "GPUMEMSHIM_POLCY=spill";
+  char* env[] = {a, nullptr};
+  Options o;
+  Reports r;
+  EXPECT_EQ(parse_options(env, &o, Reports::add, &r), 0);
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_NE(r.lines[0].find("GPUMEMSHIM_POLCY"), std::string::npos);
+}
+
+TEST(OptionTable, EveryDefaultParsesAndEveryEntryIsDocumented) {
+  size_t n = 0;
+  const OptionInfo* t = option_table(&n);
+  ASSERT_GE(n, 4u);
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(std::string(t[i].name).rfind("GPUMEMSHIM_", 0), 0u) << t[i].name;
+    EXPECT_GT(std::string(t[i].doc).size(), 10u) << t[i].name;
+    EXPECT_GT(std::string(t[i].accepted).size(), 1u) << t[i].name;
+  }
+  Options d = default_options();  // aborts if a default does not parse
+  EXPECT_EQ(d.host_threshold.bytes, 1u << 20);
+  EXPECT_EQ(d.stats.kind, StatsTarget::Kind::off);
+}
+
+TEST(PathPattern, ExpandsPid) {
+  char out[64];
+  ASSERT_TRUE(expand_path_pattern("/tmp/s-%p.json", 4242, out, sizeof(out)));
+  EXPECT_STREQ(out, "/tmp/s-4242.json");
+  ASSERT_TRUE(expand_path_pattern("plain", 1, out, sizeof(out)));
+  EXPECT_STREQ(out, "plain");
+  EXPECT_FALSE(expand_path_pattern("/a/very/long/path/that/does/not/fit/in/the/buffer/%p.json", 1, out, 16));
+}
+
+}  // namespace
+}  // namespace gms
