@@ -16,11 +16,28 @@ std::atomic<uint64_t> g_host_threshold{1024 * 1024};
 
 namespace {
 
-Stats g_stats;  // only atomics: constant-initialised and never destroyed in a harmful way
-NoDestructor<Registry> g_cuda_regions;
-NoDestructor<Registry> g_host_blocks;
-NoDestructor<Registry> g_host_registrations;
-NoDestructor<Options> g_options{default_options()};
+// Only atomics: constant-initialised, so it is valid before any constructor of this library runs.
+constinit Stats g_stats;
+
+// The rest is built on first use, never destroyed. A global with a dynamic initialiser would be
+// wrong twice over: a malloc hook can run before it is constructed, and the library constructor
+// (runtime_init) can run before it and then be overwritten by it.
+Registry& cuda_regions_() {
+  static NoDestructor<Registry> r;
+  return *r;
+}
+Registry& host_blocks_() {
+  static NoDestructor<Registry> r;
+  return *r;
+}
+Registry& host_registrations_() {
+  static NoDestructor<Registry> r;
+  return *r;
+}
+Options& options_() {
+  static NoDestructor<Options> o{default_options()};
+  return *o;
+}
 std::atomic<bool> g_passthrough{false};
 std::atomic<bool> g_exiting{false};
 std::atomic<bool> g_initialised{false};
@@ -32,26 +49,26 @@ void report_option(const char* line, void*) {
 }
 
 void fork_prepare() {
-  g_cuda_regions->lock_for_fork();
-  g_host_blocks->lock_for_fork();
-  g_host_registrations->lock_for_fork();
+  cuda_regions_().lock_for_fork();
+  host_blocks_().lock_for_fork();
+  host_registrations_().lock_for_fork();
 }
 
 void fork_parent() {
-  g_host_registrations->unlock_in_parent();
-  g_host_blocks->unlock_in_parent();
-  g_cuda_regions->unlock_in_parent();
+  host_registrations_().unlock_in_parent();
+  host_blocks_().unlock_in_parent();
+  cuda_regions_().unlock_in_parent();
 }
 
 void fork_child() {
-  g_host_registrations->reinit_in_child();
-  g_host_blocks->reinit_in_child();
-  g_cuda_regions->reinit_in_child();
+  host_registrations_().reinit_in_child();
+  host_blocks_().reinit_in_child();
+  cuda_regions_().reinit_in_child();
   ShimScope scope;
   // A child has no usable CUDA context of its parent: its device regions are not its own. Host
   // blocks stay mapped in the child and stay tracked. Counters restart so each process reports
   // only what it did itself.
-  g_cuda_regions->clear();
+  cuda_regions_().clear();
   g_stats.reset();
   for (int i = 0; i < kMemKindCount; ++i) {
     auto k = static_cast<MemKind>(i);
@@ -71,10 +88,10 @@ bool used_cuda() {
 }  // namespace
 
 Stats& runtime_stats() { return g_stats; }
-Registry& cuda_regions() { return *g_cuda_regions; }
-Registry& host_blocks() { return *g_host_blocks; }
-Registry& host_registrations() { return *g_host_registrations; }
-const Options& options() { return *g_options; }
+Registry& cuda_regions() { return cuda_regions_(); }
+Registry& host_blocks() { return host_blocks_(); }
+Registry& host_registrations() { return host_registrations_(); }
+const Options& options() { return options_(); }
 bool passthrough() { return g_passthrough.load(std::memory_order_relaxed); }
 bool exiting() { return g_exiting.load(std::memory_order_relaxed); }
 
@@ -82,7 +99,7 @@ void runtime_init() {
   ShimScope scope;
   Options parsed;
   int invalid = parse_options(environ, &parsed, report_option, nullptr);
-  *g_options = parsed;
+  options_() = parsed;
   set_log_level(parsed.log);
   g_host_threshold.store(parsed.host_threshold.bytes, std::memory_order_relaxed);
   if (invalid) g_passthrough.store(true, std::memory_order_relaxed);
@@ -92,7 +109,7 @@ void runtime_init() {
 void runtime_report() {
   ShimScope scope;
   g_exiting.store(true, std::memory_order_relaxed);
-  const StatsTarget& t = g_options->stats;
+  const StatsTarget& t = options_().stats;
   if (t.kind == StatsTarget::Kind::off || !used_cuda()) return;
   long pid = static_cast<long>(getpid());
   switch (t.kind) {
