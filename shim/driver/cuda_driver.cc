@@ -52,6 +52,7 @@ void load_once() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!h) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!h) h = dlopen("libcuda.so", RTLD_NOW | RTLD_GLOBAL);
+  if (!h) (void)dlerror();  // our failed attempt is not the application's error to find
   g_handle = h;
   if (h) {
     for (int i = 0; i < static_cast<int>(Fn::count); ++i) {

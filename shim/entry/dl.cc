@@ -35,7 +35,13 @@ void* next_after(void* caller, const char* name) {
 void* lookup(void* handle, const char* name, void* caller) {
   ShimScope scope;
   void* p = handle == RTLD_NEXT ? next_after(caller, name) : libc::dlsym(handle, name);
-  return driver::route_symbol(name, p);
+  void* routed = driver::route_symbol(name, p);
+  if (p && !routed) {
+    // Our own exported hook, but no driver behind it: answer as if the symbol did not exist, with
+    // a dlerror() that says so (and names the shim), exactly once.
+    (void)dlvsym(RTLD_DEFAULT, name, "GPUMEMSHIM_NO_CUDA_DRIVER");
+  }
+  return routed;
 }
 
 template <typename F>

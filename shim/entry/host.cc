@@ -98,7 +98,9 @@ void* mmap_impl(void* a, size_t len, int prot, int flags, int fd, off_t off) {
   // MAP_FIXED silently replaces whatever was mapped there: that memory is gone first.
   if (watch && (flags & MAP_FIXED) && a) observe::host_range_gone(addr(a), addr(a) + page_round(len));
   void* p = libc::mmap(a, len, prot, flags, fd, off);
-  if (watch && p != MAP_FAILED && large(len)) {
+  // PROT_NONE mappings are address-space reservations (the CUDA driver makes many GiB of them at
+  // cuInit), not memory a program can copy from: not host blocks.
+  if (watch && p != MAP_FAILED && large(len) && prot != PROT_NONE) {
     bool file = fd >= 0 && !(flags & MAP_ANONYMOUS);
     observe::host_block_alloc(addr(p), page_round(len), file ? Origin::mmap_file : Origin::mmap_anon);
   }
