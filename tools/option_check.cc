@@ -1,0 +1,52 @@
+#include "option_check.h"
+
+#include <cstring>
+
+namespace gms::tools {
+namespace {
+constexpr const char kPrefix[] = "GPUMEMSHIM_";
+}  // namespace
+
+const OptionInfo* find_option(const std::string& variable) {
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (variable == table[i].name) return &table[i];
+  }
+  return nullptr;
+}
+
+bool value_is_valid(const std::string& variable, const std::string& value) {
+  // Dispatch on the table itself: each option is parsed into its own type by the shim's overload of
+  // parse_value, so a new option in options.def is checked here without touching this file.
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc) \
+  if (variable == "GPUMEMSHIM_" NAME) {                   \
+    Type parsed{};                                        \
+    return parse_value(value.c_str(), &parsed);           \
+  }
+#include "core/options.def"
+#undef GMS_OPTION
+  return false;
+}
+
+std::vector<EnvProblem> check_environment(char* const* env) {
+  std::vector<EnvProblem> problems;
+  for (char* const* e = env; e && *e; ++e) {
+    if (std::strncmp(*e, kPrefix, sizeof(kPrefix) - 1) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    std::string name(*e, static_cast<size_t>(eq - *e));
+    std::string value(eq + 1);
+    const OptionInfo* info = find_option(name);
+    if (!info) {
+      // Same leniency as the shim: a misspelt name is worth a warning, not a refusal to run.
+      problems.push_back({false, "unknown variable " + name +
+                                     " is ignored by the shim ('gpumemshim options' lists the known ones)"});
+    } else if (!value_is_valid(name, value)) {
+      problems.push_back({true, name + "='" + value + "' is not valid (accepted: " + info->accepted + ")"});
+    }
+  }
+  return problems;
+}
+
+}  // namespace gms::tools

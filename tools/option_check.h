@@ -1,0 +1,26 @@
+#pragma once
+// Checks GPUMEMSHIM_* values with the shim's own parsers (gms_core), so that the command refuses
+// exactly what the shim would refuse, before anything is started.
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+
+namespace gms::tools {
+
+// The table entry for a full variable name ("GPUMEMSHIM_POLICY"), or nullptr if it is not an option.
+const OptionInfo* find_option(const std::string& variable);
+
+// True if `value` is accepted by the shim's parser for `variable` (which must be a known option).
+bool value_is_valid(const std::string& variable, const std::string& value);
+
+// One problem found in an environment block.
+struct EnvProblem {
+  bool fatal;        // an invalid value (the shim would fall back to pass-through) vs. an unknown name
+  std::string line;  // names the variable, the value and the accepted forms
+};
+
+// Checks every GPUMEMSHIM_* entry of `env` (NAME=VALUE strings, nullptr-terminated).
+std::vector<EnvProblem> check_environment(char* const* env);
+
+}  // namespace gms::tools
