@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The demo command of the README: builds gpumemshim, then trains a small GPT-style model with
+# PyTorch under the shim and prints what the shim saw (allocations, copies by direction and by
+# host memory kind, launches). Needs an NVIDIA GPU with its driver and PyTorch with CUDA.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/cuda/bin"
+
+tools/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.configure.log 2>&1 ||
+  { cat build.configure.log; exit 1; }
+cmake --build build -j "$(nproc)"
+
+gms=build/tools/gpumemshim
+"$gms" doctor
+if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  cat >&2 <<'MSG'
+
+This demo needs a machine with an NVIDIA GPU (its driver installed, so that libcuda.so.1 loads) and
+PyTorch built with CUDA; here `import torch` failed or PyTorch sees no GPU, so nothing was run.
+The tests need neither: tools/test.sh builds and runs them on this machine.
+MSG
+  exit 1
+fi
+
+echo
+echo "== training a small GPT-style model under gpumemshim (policy off: observe and count)"
+"$gms" run --stats -- python3 tools/demo/train.py "$@"
