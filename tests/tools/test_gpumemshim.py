@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `gpumemshim` command (tools/), stdlib unittest only.
+
+CTest passes the paths in the environment (tests/tools/CMakeLists.txt): GMS_TOOL (the command),
+GMS_SHIM (libgpumemshim.so), GMS_SOURCE_DIR, GMS_BUILD_DIR, GMS_CMAKE, GMS_VERSION. Run one class by
+hand with, e.g.:  GMS_TOOL=build/tools/gpumemshim ... python3 tests/tools/test_gpumemshim.py RunChildTest
+"""
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.environ.get("GMS_TOOL", "")
+SHIM = os.environ.get("GMS_SHIM", "")
+SOURCE_DIR = os.environ.get("GMS_SOURCE_DIR", "")
+BUILD_DIR = os.environ.get("GMS_BUILD_DIR", "")
+CMAKE = os.environ.get("GMS_CMAKE", "cmake")
+VERSION = os.environ.get("GMS_VERSION", "")
+
+MARK_BEGIN = "<!-- options:begin -->"
+MARK_END = "<!-- options:end -->"
+
+
+def clean_env(**extra):
+    """The caller's environment without anything that would change the command's behaviour."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GPUMEMSHIM_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def gms(*args, env=None, timeout=60, tool=None):
+    return subprocess.run([tool or TOOL, *args], env=env if env is not None else clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def option_names_from_def():
+    """Every variable name in shim/core/options.def, read independently of the command."""
+    with open(os.path.join(SOURCE_DIR, "shim", "core", "options.def")) as f:
+        text = f.read()
+    names = re.findall(r'^\s*GMS_OPTION\(\s*\w+\s*,\s*"(\w+)"', text, re.MULTILINE)
+    return ["GPUMEMSHIM_" + n for n in names]
+
+
+def preload_entries(value):
+    return [e for e in re.split(r"[ :]", value.strip()) if e]
+
+
+class RunOptionsTest(unittest.TestCase):
+    """Every option is checked before anything starts; a bad one is exit 2 and one naming line."""
+
+    def assert_refused(self, result, *needles):
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stdout, "", "nothing may run when an option is bad")
+        for n in needles:
+            self.assertIn(n, result.stderr)
+
+    def test_bad_policy(self):
+        r = gms("run", "--policy", "bogus", "--", "sh", "-c", "echo started")
+        self.assert_refused(r, "--policy", "bogus", "GPUMEMSHIM_POLICY", "off")
+
+    def test_bad_policy_inline_form(self):
+        self.assert_refused(gms("run", "--policy=bogus", "--", "true"), "--policy", "bogus")
+
+    def test_bad_log_level(self):
+        r = gms("run", "--log", "loud", "--", "sh", "-c", "echo started")
+        self.assert_refused(r, "--log", "loud", "GPUMEMSHIM_LOG", "quiet|error|warn|info|debug")
+
+    def test_bad_stats_in_environment(self):
+        r = gms("run", "--", "sh", "-c", "echo started", env=clean_env(GPUMEMSHIM_STATS=""))
+        self.assert_refused(r, "GPUMEMSHIM_STATS", "json")
+
+    def test_bad_size_in_environment(self):
+        r = gms("run", "--", "sh", "-c", "echo started", env=clean_env(GPUMEMSHIM_HOST_THRESHOLD="12Q"))
+        self.assert_refused(r, "GPUMEMSHIM_HOST_THRESHOLD", "12Q")
+
+    def test_bad_value_through_env_flag(self):
+        r = gms("run", "--env", "GPUMEMSHIM_LOG=shout", "--", "sh", "-c", "echo started")
+        self.assert_refused(r, "GPUMEMSHIM_LOG", "shout")
+
+    def test_stats_file_in_missing_directory(self):
+        r = gms("run", "--stats=/nonexistent-dir-gms/s.json", "--", "sh", "-c", "echo started")
+        self.assert_refused(r, "GPUMEMSHIM_STATS", "/nonexistent-dir-gms")
+
+    def test_one_line_per_bad_value(self):
+        r = gms("run", "--policy", "bogus", "--", "true")
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_flags_set_the_variables(self):
+        show = 'echo "$GPUMEMSHIM_POLICY|$GPUMEMSHIM_LOG|$GPUMEMSHIM_STATS|$FOO"'
+        r = gms("run", "--policy", "off", "--log=info", "--stats", "--env", "FOO=a=b", "--", "sh", "-c", show)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "off|info|text|a=b")
+
+    def test_stats_file_is_made_absolute(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([TOOL, "run", "--stats=s-%p.json", "--", "sh", "-c", "echo $GPUMEMSHIM_STATS"],
+                               cwd=d, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), os.path.join(os.path.realpath(d), "s-%p.json"))
+
+    def test_stats_keywords_pass_through(self):
+        r = gms("run", "--stats=json", "--", "sh", "-c", "echo $GPUMEMSHIM_STATS")
+        self.assertEqual(r.stdout.strip(), "json", r.stderr)
+
+    def test_flag_overrides_bad_environment_value(self):
+        # The child sees only the flag's value, so the environment's bad one does not matter.
+        r = gms("run", "--log", "info", "--", "sh", "-c", "echo $GPUMEMSHIM_LOG",
+                env=clean_env(GPUMEMSHIM_LOG="loud"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "info")
+
+    def test_valid_environment_is_passed_on(self):
+        r = gms("run", "--", "sh", "-c", "echo $GPUMEMSHIM_HOST_THRESHOLD",
+                env=clean_env(GPUMEMSHIM_HOST_THRESHOLD="4M"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "4M")
+
+
+class RunChildTest(unittest.TestCase):
+    """The child runs with the shim preloaded and its exit status comes back."""
+
+    def test_exit_status_zero(self):
+        self.assertEqual(gms("run", "--", "true").returncode, 0)
+
+    def test_exit_status_three(self):
+        self.assertEqual(gms("run", "--", "sh", "-c", "exit 3").returncode, 3)
+
+    def test_child_killed_by_sigterm(self):
+        r = gms("run", "--", "sh", "-c", "kill -TERM $$")
+        self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
+
+    def test_arguments_reach_the_child_unchanged(self):
+        r = gms("run", "--", "sh", "-c", 'printf "%s|" "$@"', "sh", "a b", "--policy", "")
+        self.assertEqual(r.stdout, "a b|--policy||")
+
+    def test_ld_preload_is_the_shim(self):
+        r = gms("run", "--", "sh", "-c", "echo $LD_PRELOAD")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(preload_entries(r.stdout), [os.path.realpath(SHIM)])
+
+    def test_ld_preload_is_prepended(self):
+        # Real libraries, so that ld.so has nothing to complain about; space separated on purpose.
+        others = [p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libdl.so.2")
+                  if os.path.exists(p)] or ["libm.so.6"]
+        existing = " ".join(others)
+        r = gms("run", "--", "sh", "-c", "echo $LD_PRELOAD", env=clean_env(LD_PRELOAD=existing))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(preload_entries(r.stdout), [os.path.realpath(SHIM)] + others)
+
+    def test_another_copy_of_the_shim_is_replaced(self):
+        with tempfile.TemporaryDirectory() as d:
+            old = os.path.join(d, "libgpumemshim.so")
+            shutil.copy(SHIM, old)
+            r = gms("run", "--", "sh", "-c", "echo $LD_PRELOAD", env=clean_env(LD_PRELOAD=old))
+            self.assertEqual(preload_entries(r.stdout), [os.path.realpath(SHIM)], r.stderr)
+
+    def test_missing_command(self):
+        r = gms("run", "--", "/nonexistent/gms-no-such-command", "x")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cannot execute '/nonexistent/gms-no-such-command'", r.stderr)
+        self.assertIn("No such file", r.stderr)
+
+    def test_missing_command_on_path(self):
+        r = gms("run", "--", "gms-no-such-command-on-path")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("gms-no-such-command-on-path", r.stderr)
+
+    def test_command_found_through_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "gms-test-script")
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\nexit 5\n")
+            os.chmod(script, 0o755)
+            env = clean_env(PATH=d + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
+            self.assertEqual(gms("run", "--", "gms-test-script", env=env).returncode, 5)
+
+    def start_waiting_child(self):
+        p = subprocess.Popen([TOOL, "run", "--", "sh", "-c", "echo ready; exec sleep 30"],
+                             env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        return p
+
+    def check_forwarded(self, sig):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            # Inherited as ignored (nohup, a background job): the child ignores it too, by design.
+            self.skipTest("signal %d is ignored in this test's environment" % sig)
+        p = self.start_waiting_child()
+        try:
+            p.send_signal(sig)
+            self.assertEqual(p.wait(timeout=20), 128 + sig)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+            p.stderr.close()
+
+    def test_sigterm_is_forwarded(self):
+        self.check_forwarded(signal.SIGTERM)
+
+    def test_sigint_is_forwarded(self):
+        self.check_forwarded(signal.SIGINT)
+
+    def test_sighup_is_forwarded(self):
+        self.check_forwarded(signal.SIGHUP)
+
+    def test_shim_not_found(self):
+        with tempfile.TemporaryDirectory() as d:
+            lonely = os.path.join(d, "bin", "gpumemshim")
+            os.mkdir(os.path.dirname(lonely))
+            shutil.copy(TOOL, lonely)
+            r = gms("run", "--", "sh", "-c", "echo started", tool=lonely)
+            self.assertEqual(r.returncode, 2)
+            self.assertEqual(r.stdout, "")
+            self.assertIn("cannot find libgpumemshim.so", r.stderr)
+
+
+class UsageTest(unittest.TestCase):
+    def test_no_arguments(self):
+        r = gms()
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("Usage: gpumemshim", r.stderr)
+
+    def test_unknown_subcommand(self):
+        r = gms("frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("frobnicate", r.stderr)
+        self.assertIn("Usage: gpumemshim", r.stderr)
+
+    def test_run_without_separator(self):
+        r = gms("run", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--", r.stderr)
+
+    def test_run_without_command(self):
+        for args in (["run"], ["run", "--"], ["run", "--policy", "off"], ["run", "--policy"]):
+            r = gms(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("gpumemshim run:", r.stderr)
+
+    def test_run_unknown_option(self):
+        r = gms("run", "--frob", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--frob", r.stderr)
+
+    def test_help_everywhere(self):
+        for args in (["--help"], ["-h"], ["help"], ["run", "--help"], ["run", "-h"], ["doctor", "--help"],
+                     ["doctor", "-h"], ["options", "--help"], ["options", "-h"], ["help", "run"]):
+            r = gms(*args)
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("Usage: gpumemshim", r.stdout, args)
+
+    def test_run_help_lists_accepted_forms_from_the_table(self):
+        r = gms("run", "--help")
+        self.assertIn("quiet|error|warn|info|debug", r.stdout)
+
+    def test_version(self):
+        r = gms("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stdout.strip(), "gpumemshim " + VERSION)
+
+
+def driver_loadable():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+class DoctorTest(unittest.TestCase):
+    def test_reports_build_facts(self):
+        r = gms("doctor")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("gpumemshim " + VERSION, r.stdout)
+        self.assertIn("libunwind:", r.stdout)
+        self.assertIn(os.path.realpath(SHIM), r.stdout)
+        self.assertIn("CUDA runtime", r.stdout)
+        self.assertIn("CUPTI", r.stdout)
+
+    @unittest.skipIf(driver_loadable(), "this machine has an NVIDIA driver")
+    def test_no_driver_is_said_plainly(self):
+        r = gms("doctor")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("no NVIDIA driver found (libcuda.so.1 not loadable): this machine has no usable GPU",
+                      r.stdout)
+
+    @unittest.skipIf(not driver_loadable(), "no NVIDIA driver here")
+    def test_driver_facts(self):
+        r = gms("doctor")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("driver version:", r.stdout)
+
+    def test_flags_bad_environment_values(self):
+        r = gms("doctor", env=clean_env(GPUMEMSHIM_LOG="loud"))
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("INVALID: GPUMEMSHIM_LOG='loud'", r.stdout)
+
+    def test_runs_without_the_shim_even_when_preloaded(self):
+        # doctor re-executes itself without the shim. With LD_DEBUG=files the loader reports each
+        # program image it starts and each library it initialises: two images, one shim.
+        r = gms("doctor", env=clean_env(LD_PRELOAD=os.path.realpath(SHIM), LD_DEBUG="files"))
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stderr.count("initialize program:"), 2, "doctor did not re-execute itself")
+        opened = re.findall(r"calling init: \S*libgpumemshim\.so", r.stderr)
+        self.assertEqual(len(opened), 1, "the shim was loaded again after re-execution")
+
+    def test_rejects_arguments(self):
+        self.assertEqual(gms("doctor", "--frob").returncode, 2)
+
+
+class OptionsTest(unittest.TestCase):
+    def test_text_lists_every_option(self):
+        r = gms("options")
+        self.assertEqual(r.returncode, 0)
+        for name in option_names_from_def():
+            self.assertIn(name, r.stdout)
+
+    def test_markdown_lists_every_option(self):
+        r = gms("options", "--markdown")
+        self.assertEqual(r.returncode, 0)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "| Variable | Default | Accepted | What it does |")
+        self.assertRegex(lines[1], r"^\|(\s*-+\s*\|){4}$")
+        names = option_names_from_def()
+        self.assertTrue(names, "no option found in options.def")
+        self.assertEqual(len(lines), 2 + len(names))
+        for name, row in zip(names, lines[2:]):
+            self.assertTrue(row.startswith("| `%s` |" % name), row)
+            # Four cells: escaped pipes inside a cell do not count as separators.
+            self.assertEqual(len(re.findall(r"(?<!\\)\|", row)), 5, row)
+
+    def test_unknown_option(self):
+        self.assertEqual(gms("options", "--html").returncode, 2)
+
+
+class ReadmeOptionsTest(unittest.TestCase):
+    """README.md's options table is the command's output, so it cannot drift from options.def."""
+
+    HOW = ("regenerate it with `gpumemshim options --markdown` (in the build tree: "
+           "build/tools/gpumemshim options --markdown) and paste the output into README.md between the "
+           "lines '%s' and '%s'" % (MARK_BEGIN, MARK_END))
+
+    def test_readme_table_matches(self):
+        readme = os.path.join(SOURCE_DIR, "README.md")
+        if not os.path.exists(readme):
+            self.fail("README.md does not exist at the repository root; " + self.HOW)
+        with open(readme) as f:
+            text = f.read()
+        if MARK_BEGIN not in text or MARK_END not in text:
+            self.fail("README.md lacks the markers of the options table; " + self.HOW)
+        inside = text.split(MARK_BEGIN, 1)[1].split(MARK_END, 1)[0]
+        expected = gms("options", "--markdown").stdout
+        # Blank lines around the table are allowed (Markdown likes them); the table itself is exact.
+        self.assertEqual(inside.strip("\n"), expected.strip("\n"), "README.md's options table is stale; " + self.HOW)
+
+
+class InstallTest(unittest.TestCase):
+    """An installed prefix works on its own: bin/gpumemshim finds lib/libgpumemshim.so."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gms-install-")
+        cls.prefix = os.path.join(cls.tmp, "prefix")
+        r = subprocess.run([CMAKE, "--install", BUILD_DIR, "--prefix", cls.prefix],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        cls.install_log = r.stdout
+        cls.install_rc = r.returncode
+        cls.tool = os.path.join(cls.prefix, "bin", "gpumemshim")
+        cls.lib = os.path.join(cls.prefix, "lib", "libgpumemshim.so")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_layout(self):
+        self.assertEqual(self.install_rc, 0, self.install_log)
+        self.assertTrue(os.access(self.tool, os.X_OK), self.install_log)
+        self.assertTrue(os.path.isfile(self.lib), self.install_log)
+
+    def test_installed_command_finds_installed_library(self):
+        r = gms("run", "--", "sh", "-c", "echo $LD_PRELOAD", tool=self.tool)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(preload_entries(r.stdout), [os.path.realpath(self.lib)])
+
+    def test_installed_command_runs_a_child(self):
+        r = gms("run", "--", "sh", "-c", "exit 3", tool=self.tool)
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_installed_doctor(self):
+        r = gms("doctor", tool=self.tool)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(os.path.realpath(self.lib), r.stdout)
+
+
+if __name__ == "__main__":
+    if not TOOL or not os.access(TOOL, os.X_OK):
+        sys.exit("GMS_TOOL must name the gpumemshim executable (CTest sets it)")
+    unittest.main()

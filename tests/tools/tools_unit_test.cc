@@ -1,0 +1,96 @@
+// The pieces of the gpumemshim command that are plain functions.
+#include <gtest/gtest.h>
+
+#include "option_check.h"
+#include "options_text.h"
+#include "preload.h"
+#include "spawn.h"
+
+namespace gms::tools {
+namespace {
+
+TEST(Preload, AloneWhenNothingWasThere) { EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", ""), "/p/libgpumemshim.so"); }
+
+TEST(Preload, FirstBeforeColonOrSpaceSeparatedEntries) {
+  EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", "/a.so:/b.so"), "/p/libgpumemshim.so:/a.so:/b.so");
+  EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", " /a.so  /b.so "), "/p/libgpumemshim.so:/a.so:/b.so");
+}
+
+TEST(Preload, OtherCopiesOfTheShimAreDropped) {
+  EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", "/old/libgpumemshim.so /a.so"), "/p/libgpumemshim.so:/a.so");
+  EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", "libgpumemshim.so"), "/p/libgpumemshim.so");
+  EXPECT_EQ(prepend_preload("/p/libgpumemshim.so", "/x/libgpumemshim.so.bak"),
+            "/p/libgpumemshim.so:/x/libgpumemshim.so.bak");
+}
+
+TEST(Preload, RemovingTheShimKeepsTheRest) {
+  EXPECT_EQ(remove_shim_from_preload("/a.so /p/libgpumemshim.so:/b.so"), "/a.so:/b.so");
+  EXPECT_EQ(remove_shim_from_preload("/p/libgpumemshim.so"), "");
+}
+
+TEST(Preload, PathsLdSoWouldSplitAreRefused) {
+  EXPECT_TRUE(preload_safe_path("/opt/gms/lib/libgpumemshim.so"));
+  EXPECT_FALSE(preload_safe_path("/home/a b/libgpumemshim.so"));
+  EXPECT_FALSE(preload_safe_path("/x:y/libgpumemshim.so"));
+  EXPECT_FALSE(preload_safe_path(""));
+}
+
+TEST(Preload, CandidatesCoverInstalledPrefixAndBuildTree) {
+  auto c = shim_candidates("/opt/gms/bin");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0], "/opt/gms/bin/../lib/libgpumemshim.so");
+  EXPECT_EQ(c[1], "/opt/gms/bin/../shim/libgpumemshim.so");
+  EXPECT_TRUE(shim_candidates("").empty());
+}
+
+TEST(OptionCheck, UsesTheShimParsers) {
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_POLICY", "off"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_POLICY", "bogus"));
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_LOG", "DEBUG"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_LOG", "loud"));
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_STATS", "out-%p.json"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_STATS", ""));
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "4MiB"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "4Q"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_NOT_AN_OPTION", "1"));
+}
+
+TEST(OptionCheck, EveryTableEntryHasAParser) {
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  for (size_t i = 0; i < count; ++i) EXPECT_TRUE(value_is_valid(table[i].name, table[i].default_value)) << table[i].name;
+}
+
+TEST(OptionCheck, EnvironmentProblemsNameTheVariable) {
+  char a[] = "GPUMEMSHIM_LOG=loud", b[] = "GPUMEMSHIM_TYPO=1", c[] = "PATH=/bin", d[] = "GPUMEMSHIM_POLICY=off";
+  char* env[] = {a, b, c, d, nullptr};
+  auto problems = check_environment(env);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_TRUE(problems[0].fatal);
+  EXPECT_NE(problems[0].line.find("GPUMEMSHIM_LOG='loud'"), std::string::npos);
+  EXPECT_NE(problems[0].line.find("quiet|error|warn|info|debug"), std::string::npos);
+  EXPECT_FALSE(problems[1].fatal);
+  EXPECT_NE(problems[1].line.find("GPUMEMSHIM_TYPO"), std::string::npos);
+}
+
+TEST(Markdown, PipesAndNewlinesCannotBreakTheTable) {
+  EXPECT_EQ(markdown_cell("a|b\nc"), "a\\|b c");
+}
+
+TEST(Markdown, OneRowPerOption) {
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  std::string md = options_as_markdown(table, count);
+  size_t rows = 0;
+  for (char ch : md) rows += ch == '\n';
+  EXPECT_EQ(rows, count + 2);
+  EXPECT_EQ(md.rfind("| Variable | Default | Accepted | What it does |\n", 0), 0u);
+}
+
+TEST(ExitCode, ShellConvention) {
+  EXPECT_EQ(exit_code_of(3 << 8), 3);
+  EXPECT_EQ(exit_code_of(15), 128 + 15);
+}
+
+}  // namespace
+}  // namespace gms::tools
