@@ -125,7 +125,50 @@ bool parse_value(const char* t, SizeOrPercent* out) {
 
 bool parse_value(const char* t, Policy* out) {
   if (ieq(t, "off")) return *out = Policy::off, true;
+  if (ieq(t, "spill")) return *out = Policy::spill, true;
+  if (ieq(t, "managed")) return *out = Policy::managed, true;
+  if (ieq(t, "pinned")) return *out = Policy::pinned, true;
   return false;
+}
+
+bool parse_value(const char* t, SpillTo* out) {
+  if (ieq(t, "managed")) return *out = SpillTo::managed, true;
+  if (ieq(t, "pinned")) return *out = SpillTo::pinned, true;
+  return false;
+}
+
+bool parse_value(const char* t, Prefetch* out) {
+  if (ieq(t, "launch")) return *out = Prefetch::launch, true;
+  if (ieq(t, "off")) return *out = Prefetch::off, true;
+  return false;
+}
+
+bool parse_value(const char* t, DeviceLimits* out) {
+  *out = DeviceLimits{};
+  if (*t == '\0') return true;  // empty: no limit
+  char item[64];
+  for (const char* p = t;;) {
+    const char* end = std::strchr(p, ',');
+    size_t n = end ? static_cast<size_t>(end - p) : std::strlen(p);
+    if (n == 0 || n >= sizeof(item)) return false;
+    std::memcpy(item, p, n);
+    item[n] = '\0';
+    const char* colon = std::strchr(item, ':');
+    if (colon) {
+      double dev = 0;
+      const char* after = parse_decimal(item, &dev);
+      if (after != colon || dev != static_cast<int>(dev) || dev >= DeviceLimits::kMaxDevices) return false;
+      int d = static_cast<int>(dev);
+      if (out->has[d] || !parse_value(colon + 1, &out->per_device[d])) return false;
+      out->has[d] = true;
+    } else {
+      if (out->has_all || !parse_value(item, &out->all)) return false;
+      out->has_all = true;
+    }
+    out->any = true;
+    if (!end) return true;
+    p = end + 1;
+  }
 }
 
 bool parse_value(const char* t, LogLevel* out) {

@@ -6,7 +6,9 @@
 
 namespace gms {
 
-enum class Policy : uint8_t { off };
+enum class Policy : uint8_t { off, spill, managed, pinned };
+enum class SpillTo : uint8_t { managed, pinned };
+enum class Prefetch : uint8_t { launch, off };
 
 // A size, either absolute or a share of something the shim learns later (device memory, RAM).
 struct Size {
@@ -18,6 +20,23 @@ struct SizeOrPercent {
   bool is_percent = false;
   uint64_t resolve(uint64_t whole) const {
     return is_percent ? static_cast<uint64_t>(static_cast<double>(whole) * percent / 100.0) : bytes;
+  }
+};
+
+// A budget for all devices, per device, or both ("8G", "50%", "0:8G,1:4G").
+struct DeviceLimits {
+  static constexpr int kMaxDevices = 64;
+  bool any = false;  // something was set
+  bool has_all = false;
+  SizeOrPercent all;
+  bool has[kMaxDevices] = {};
+  SizeOrPercent per_device[kMaxDevices];
+  // The budget of one device of `total` bytes; `total` when nothing limits it.
+  uint64_t for_device(int dev, uint64_t total) const {
+    uint64_t v = total;
+    if (dev >= 0 && dev < kMaxDevices && has[dev]) v = per_device[dev].resolve(total);
+    else if (has_all) v = all.resolve(total);
+    return v < total ? v : total;
   }
 };
 
@@ -42,6 +61,9 @@ const OptionInfo* option_table(size_t* count);
 
 // Parsers, public so that unit tests can check every accepted and rejected form.
 bool parse_value(const char* text, Policy* out);
+bool parse_value(const char* text, SpillTo* out);
+bool parse_value(const char* text, Prefetch* out);
+bool parse_value(const char* text, DeviceLimits* out);
 bool parse_value(const char* text, StatsTarget* out);
 bool parse_value(const char* text, LogLevel* out);
 bool parse_value(const char* text, Size* out);

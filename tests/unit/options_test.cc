@@ -176,3 +176,50 @@ TEST(PathPattern, ExpandsPid) {
 
 }  // namespace
 }  // namespace gms
+
+namespace gms {
+namespace {
+
+TEST(ParseDeviceLimits, AllPerDeviceAndMixed) {
+  constexpr uint64_t GiB = 1ull << 30;
+  DeviceLimits d;
+  ASSERT_TRUE(parse_value("", &d));
+  EXPECT_FALSE(d.any);
+  EXPECT_EQ(d.for_device(0, 80 * GiB), 80 * GiB);
+  ASSERT_TRUE(parse_value("8G", &d));
+  EXPECT_EQ(d.for_device(0, 80 * GiB), 8 * GiB);
+  EXPECT_EQ(d.for_device(3, 80 * GiB), 8 * GiB);
+  EXPECT_EQ(d.for_device(0, 4 * GiB), 4 * GiB) << "never above the device's own memory";
+  ASSERT_TRUE(parse_value("50%", &d));
+  EXPECT_EQ(d.for_device(1, 80 * GiB), 40 * GiB);
+  ASSERT_TRUE(parse_value("0:8G,1:4G", &d));
+  EXPECT_EQ(d.for_device(0, 80 * GiB), 8 * GiB);
+  EXPECT_EQ(d.for_device(1, 80 * GiB), 4 * GiB);
+  EXPECT_EQ(d.for_device(2, 80 * GiB), 80 * GiB) << "devices not named keep their memory";
+  ASSERT_TRUE(parse_value("16G,1:25%", &d));
+  EXPECT_EQ(d.for_device(0, 80 * GiB), 16 * GiB);
+  EXPECT_EQ(d.for_device(1, 80 * GiB), 20 * GiB);
+  for (const char* bad : {",", "8G,", ",8G", "8G,9G", "0:8G,0:4G", "x:8G", "1.5:8G", "99:1G", "0:", "0:abc", "8Q"}) {
+    EXPECT_FALSE(parse_value(bad, &d)) << "'" << bad << "'";
+  }
+}
+
+TEST(ParsePolicyFamily, Forms) {
+  Policy p;
+  ASSERT_TRUE(parse_value("spill", &p));
+  EXPECT_EQ(p, Policy::spill);
+  ASSERT_TRUE(parse_value("Managed", &p));
+  EXPECT_EQ(p, Policy::managed);
+  ASSERT_TRUE(parse_value("pinned", &p));
+  SpillTo s;
+  ASSERT_TRUE(parse_value("pinned", &s));
+  EXPECT_EQ(s, SpillTo::pinned);
+  EXPECT_FALSE(parse_value("device", &s));
+  Prefetch f;
+  ASSERT_TRUE(parse_value("off", &f));
+  EXPECT_EQ(f, Prefetch::off);
+  EXPECT_FALSE(parse_value("always", &f));
+}
+
+}  // namespace
+}  // namespace gms
