@@ -5,8 +5,26 @@
 
 namespace gms::observe {
 
+namespace {
+// Budget bookkeeping for one region coming (+1) or going (-1).
+void account(const Region& r, int sign) {
+  DeviceLedger& l = ledger();
+  bool created = r.placement == Placement::managed || r.placement == Placement::pinned;
+  bool on_device = r.kind == MemKind::device || r.kind == MemKind::vmm;
+  if (created) sign > 0 ? l.add_created(r.size) : l.sub_created(r.size);
+  if (on_device) sign > 0 ? l.add_used(r.device, r.size) : l.sub_used(r.device, r.size);
+}
+}  // namespace
+
+std::optional<Region> region_at(uintptr_t base) {
+  ShimScope scope;
+  auto r = cuda_regions().find(base);
+  if (r && r->base == base) return r;
+  return std::nullopt;
+}
+
 void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, Origin origin, int device,
-                  uint32_t flags) {
+                  uint32_t flags, Placement placement, uintptr_t host_alias) {
   Stats& s = runtime_stats();
   s.call(f, size, ok);
   if (!ok || base == 0) return;
@@ -18,9 +36,12 @@ void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, 
   r.origin = origin;
   r.device = device;
   r.flags = flags;
+  r.placement = placement;
+  r.host_alias = host_alias;
   size_t stale = cuda_regions().insert(r);
   if (stale) s.anomaly(Anomaly::stale_regions, stale);
   s.live_add(kind, size);
+  account(r, +1);
 }
 
 void region_free(Family f, bool ok, uintptr_t base) {
@@ -38,6 +59,7 @@ void region_free(Family f, bool ok, uintptr_t base) {
   }
   s.call(f, r->size, ok);
   s.live_sub(r->kind, r->size);
+  account(*r, -1);
 }
 
 void vmm_unmap(bool ok, uintptr_t base, size_t size) {
@@ -45,7 +67,10 @@ void vmm_unmap(bool ok, uintptr_t base, size_t size) {
   s.call(Family::vmm, size, ok);
   if (!ok) return;
   ShimScope scope;
-  cuda_regions().erase_range(base, base + size, [&](const Region& piece) { s.live_sub(piece.kind, piece.size); });
+  cuda_regions().erase_range(base, base + size, [&](const Region& piece) {
+    s.live_sub(piece.kind, piece.size);
+    account(piece, -1);
+  });
 }
 
 void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags) {

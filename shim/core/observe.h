@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "registry.h"
 #include "stats.h"
@@ -11,9 +12,13 @@
 namespace gms::observe {
 
 // Regions made by the driver: device, managed, pinned host, VMM.
+// `placement` says what the shim made of a device allocation; device memory and VMM count against
+// the device's budget, managed/pinned memory the shim created against GPUMEMSHIM_MANAGED_LIMIT.
 void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, Origin origin, int device,
-                  uint32_t flags);
+                  uint32_t flags, Placement placement = Placement::passthrough, uintptr_t host_alias = 0);
 void region_free(Family f, bool ok, uintptr_t base);
+// The live region that starts exactly at base, if any.
+std::optional<Region> region_at(uintptr_t base);
 void vmm_unmap(bool ok, uintptr_t base, size_t size);
 void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags);
 void host_unregister(bool ok, uintptr_t base);

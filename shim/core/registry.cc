@@ -29,6 +29,12 @@ const char* placement_name(Placement p) {
   switch (p) {
     case Placement::passthrough:
       return "passthrough";
+    case Placement::device:
+      return "device";
+    case Placement::managed:
+      return "managed";
+    case Placement::pinned:
+      return "pinned";
   }
   return "?";
 }

@@ -38,8 +38,9 @@ enum class Origin : uint8_t {
 };
 const char* origin_name(Origin o);
 
-// What the shim decided for the region. Pass-through is all policy `off` ever decides.
-enum class Placement : uint8_t { passthrough };
+// What the shim made of a device allocation: what the program asked for (device), or memory of
+// another kind standing in for it. passthrough: not a device allocation the shim decides on.
+enum class Placement : uint8_t { passthrough, device, managed, pinned };
 const char* placement_name(Placement p);
 
 struct Region {
@@ -50,6 +51,7 @@ struct Region {
   Placement placement = Placement::passthrough;
   int device = -1;  // -1: host memory, or not known
   uint32_t flags = 0;  // the flags of the call that made it (cuMemHostAlloc flags, mmap prot...)
+  uintptr_t host_alias = 0;  // placement pinned: the host pointer that cuMemFreeHost needs
   uintptr_t end() const { return base + size; }
   bool contains(uintptr_t a) const { return a >= base && a < base + size; }
 };

@@ -18,6 +18,7 @@ namespace {
 
 // Only atomics: constant-initialised, so it is valid before any constructor of this library runs.
 constinit Stats g_stats;
+constinit DeviceLedger g_ledger;
 
 // The rest is built on first use, never destroyed. A global with a dynamic initialiser would be
 // wrong twice over: a malloc hook can run before it is constructed, and the library constructor
@@ -69,6 +70,7 @@ void fork_child() {
   // blocks stay mapped in the child and stay tracked. Counters restart so each process reports
   // only what it did itself.
   cuda_regions_().clear();
+  g_ledger.reset();
   g_stats.reset();
   for (int i = 0; i < kMemKindCount; ++i) {
     auto k = static_cast<MemKind>(i);
@@ -88,6 +90,7 @@ bool used_cuda() {
 }  // namespace
 
 Stats& runtime_stats() { return g_stats; }
+DeviceLedger& ledger() { return g_ledger; }
 Registry& cuda_regions() { return cuda_regions_(); }
 Registry& host_blocks() { return host_blocks_(); }
 Registry& host_registrations() { return host_registrations_(); }

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ledger.h"
 #include "options.h"
 #include "registry.h"
 #include "stats.h"
@@ -12,6 +13,7 @@
 namespace gms {
 
 Stats& runtime_stats();
+DeviceLedger& ledger();
 
 // Three layers of the registry. They overlap by nature (a malloc'd block the program registers
 // is a host block and a registration at once), so each is its own interval map.

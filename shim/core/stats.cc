@@ -50,6 +50,7 @@ void Stats::reset() {
   for (auto& c : family_) c.calls = 0, c.bytes = 0, c.errors = 0;
   for (auto& c : direction_) c.calls = 0, c.bytes = 0, c.errors = 0;
   for (auto& c : host_kind_) c.calls = 0, c.bytes = 0, c.errors = 0;
+  for (auto& c : decision_) c.calls = 0, c.bytes = 0, c.errors = 0;
   for (auto& a : launches_) a = 0;
   for (auto& a : anomalies_) a = 0;
   for (int i = 0; i < kMemKindCount; ++i) peak_[i] = live_[i].load();
@@ -74,6 +75,15 @@ void Stats::print_text(int fd) const {
 #define GMS_ROW(id, doc) text_row(fd, #id, host_kind(HostKind::id), false);
   GMS_HOST_KINDS(GMS_ROW)
 #undef GMS_ROW
+  bool any_decision = false;
+  for (const auto& c : decision_) any_decision |= load(c.calls) != 0;
+  if (any_decision) {
+    l.str("  placement and residency decisions");
+    emit(fd, l);
+#define GMS_ROW(id, doc) text_row(fd, #id, decision(Decision::id), false);
+    GMS_DECISIONS(GMS_ROW)
+#undef GMS_ROW
+  }
   l.str("  launches");
   emit(fd, l);
 #define GMS_ROW(id, doc) \
@@ -119,6 +129,14 @@ void Stats::print_json(int fd, long pid) const {
   n = 0;
 #define GMS_ROW(id, doc) json_counter(l, #id, host_kind(HostKind::id), false, ++n == kHostKindCount); emit(fd, l);
   GMS_HOST_KINDS(GMS_ROW)
+#undef GMS_ROW
+  l.str("  },");
+  emit(fd, l);
+  l.str("  \"decisions\": {");
+  emit(fd, l);
+  n = 0;
+#define GMS_ROW(id, doc) json_counter(l, #id, decision(Decision::id), false, ++n == kDecisionCount); emit(fd, l);
+  GMS_DECISIONS(GMS_ROW)
 #undef GMS_ROW
   l.str("  },");
   emit(fd, l);

@@ -36,6 +36,18 @@ namespace gms {
   X(pinned, "page-locked: cuMemHostAlloc or cuMemHostRegister") \
   X(managed, "managed (unified) memory")
 
+// What the placement policy and the residency planner did, in calls and bytes.
+#define GMS_DECISIONS(X)                                                                       \
+  X(kept_on_device, "device allocations kept on the device by a policy")                      \
+  X(spilled_managed, "over-budget device allocations turned into managed memory")             \
+  X(spilled_pinned, "over-budget device allocations turned into mapped pinned host memory")   \
+  X(converted_managed, "allocations turned into managed memory by policy managed")            \
+  X(converted_pinned, "allocations turned into pinned host memory by policy pinned")          \
+  X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
+  X(prefetched, "managed memory prefetched to the device before a launch")                    \
+  X(evicted, "managed memory sent back to the host to stay within the budget")                \
+  X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")
+
 #define GMS_LAUNCH_KINDS(X) \
   X(kernel, "cuLaunchKernel") X(kernel_ex, "cuLaunchKernelEx") \
   X(cooperative, "cuLaunchCooperativeKernel") X(graph, "cuGraphLaunch")
@@ -52,6 +64,7 @@ enum class Direction : uint8_t { GMS_DIRECTIONS(GMS_ENUM) };
 enum class HostKind : uint8_t { GMS_HOST_KINDS(GMS_ENUM) };
 enum class LaunchKind : uint8_t { GMS_LAUNCH_KINDS(GMS_ENUM) };
 enum class Anomaly : uint8_t { GMS_ANOMALIES(GMS_ENUM) };
+enum class Decision : uint8_t { GMS_DECISIONS(GMS_ENUM) };
 #undef GMS_ENUM
 #define GMS_COUNT(id, doc) +1
 constexpr int kFamilyCount = 0 GMS_FAMILIES(GMS_COUNT);
@@ -59,6 +72,7 @@ constexpr int kDirectionCount = 0 GMS_DIRECTIONS(GMS_COUNT);
 constexpr int kHostKindCount = 0 GMS_HOST_KINDS(GMS_COUNT);
 constexpr int kLaunchKindCount = 0 GMS_LAUNCH_KINDS(GMS_COUNT);
 constexpr int kAnomalyCount = 0 GMS_ANOMALIES(GMS_COUNT);
+constexpr int kDecisionCount = 0 GMS_DECISIONS(GMS_COUNT);
 #undef GMS_COUNT
 
 struct CallCounter {
@@ -81,6 +95,7 @@ class Stats {
   }
   void copy(Direction d, uint64_t bytes) { add(direction_[static_cast<int>(d)], bytes); }
   void copy_host(HostKind k, uint64_t bytes) { add(host_kind_[static_cast<int>(k)], bytes); }
+  void decision(Decision d, uint64_t bytes) { add(decision_[static_cast<int>(d)], bytes); }
   void launch(LaunchKind k) { launches_[static_cast<int>(k)].fetch_add(1, std::memory_order_relaxed); }
   void anomaly(Anomaly a, uint64_t n = 1) { anomalies_[static_cast<int>(a)].fetch_add(n, std::memory_order_relaxed); }
   void live_add(MemKind k, uint64_t bytes);
@@ -89,6 +104,7 @@ class Stats {
   const CallCounter& family(Family f) const { return family_[static_cast<int>(f)]; }
   const CallCounter& direction(Direction d) const { return direction_[static_cast<int>(d)]; }
   const CallCounter& host_kind(HostKind k) const { return host_kind_[static_cast<int>(k)]; }
+  const CallCounter& decision(Decision d) const { return decision_[static_cast<int>(d)]; }
   uint64_t launches(LaunchKind k) const { return launches_[static_cast<int>(k)].load(std::memory_order_relaxed); }
   uint64_t anomalies(Anomaly a) const { return anomalies_[static_cast<int>(a)].load(std::memory_order_relaxed); }
   uint64_t live(MemKind k) const { return live_[static_cast<int>(k)].load(std::memory_order_relaxed); }
@@ -108,6 +124,7 @@ class Stats {
   CallCounter family_[kFamilyCount];
   CallCounter direction_[kDirectionCount];
   CallCounter host_kind_[kHostKindCount];
+  CallCounter decision_[kDecisionCount];
   std::atomic<uint64_t> launches_[kLaunchKindCount] = {};
   std::atomic<uint64_t> anomalies_[kAnomalyCount] = {};
   std::atomic<uint64_t> live_[kMemKindCount] = {};

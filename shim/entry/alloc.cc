@@ -1,4 +1,5 @@
 // Allocation, free, host pinning and VMM entry points.
+#include "act/placement.h"
 #include "common.h"
 
 namespace gms::entry {
@@ -12,7 +13,26 @@ int current_device() {
 namespace {
 void device_alloc(CUresult r, CUdeviceptr* dptr, size_t bytes, Origin origin) {
   observe::region_alloc(Family::mem_alloc, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::device, origin,
-                        ok(r) ? current_device() : -1, 0);
+                        ok(r) ? current_device() : -1, 0, Placement::device);
+}
+
+// The placement policy decides; `alloc` is the program's own call, made when the answer is device.
+template <typename F>
+CUresult placed(Origin origin, size_t bytes, CUdeviceptr* dptr, CUstream stream, bool stream_ordered, bool per_thread,
+                F&& alloc) {
+  act::AllocRequest req{origin, Family::mem_alloc, bytes, stream, stream_ordered, per_thread};
+  return act::allocate(req, dptr, act::invoke<F>, &alloc);
+}
+
+template <typename F>
+CUresult freed(CUdeviceptr p, CUstream stream, bool stream_ordered, bool per_thread, F&& real_free) {
+  return act::free(p, Family::mem_free, stream, stream_ordered, per_thread, act::invoke<F>, &real_free);
+}
+
+constexpr bool is_ptsz(const char* name) {
+  const char* e = name;
+  while (*e) ++e;
+  return e - name > 5 && e[-5] == '_' && e[-4] == 'p' && e[-3] == 't' && e[-2] == 's' && e[-1] == 'z';
 }
 }  // namespace
 
@@ -23,14 +43,15 @@ using namespace gms::entry;
 
 GMS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   GMS_NESTED(cuMemAlloc_v2, dptr, bytes);
-  CUresult r = call_real(GMS_REAL(cuMemAlloc_v2), dptr, bytes);
-  device_alloc(r, dptr, bytes, Origin::cuMemAlloc);
-  return r;
+  return placed(Origin::cuMemAlloc, bytes, dptr, nullptr, false, false,
+                [&] { return call_real(GMS_REAL(cuMemAlloc_v2), dptr, bytes); });
 }
 
 GMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
                                        unsigned int elem) {
   GMS_NESTED(cuMemAllocPitch_v2, dptr, pitch, width, height, elem);
+  // Pitched allocations stay on the device: the driver chooses the pitch. They count against the
+  // budget like any other device memory.
   CUresult r = call_real(GMS_REAL(cuMemAllocPitch_v2), dptr, pitch, width, height, elem);
   device_alloc(r, dptr, ok(r) && pitch ? *pitch * height : 0, Origin::cuMemAllocPitch);
   return r;
@@ -47,9 +68,8 @@ GMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned 
 #define GMS_ALLOC_ASYNC(sym)                                                   \
   GMS_EXPORT CUresult sym(CUdeviceptr* dptr, size_t bytes, CUstream stream) { \
     GMS_NESTED(sym, dptr, bytes, stream);                                      \
-    CUresult r = call_real(GMS_REAL(sym), dptr, bytes, stream);                \
-    device_alloc(r, dptr, bytes, Origin::cuMemAllocAsync);                     \
-    return r;                                                                  \
+    return placed(Origin::cuMemAllocAsync, bytes, dptr, stream, true, is_ptsz(#sym), \
+                  [&] { return call_real(GMS_REAL(sym), dptr, bytes, stream); });   \
   }
 GMS_ALLOC_ASYNC(cuMemAllocAsync)
 GMS_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
@@ -57,28 +77,23 @@ GMS_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 #define GMS_ALLOC_POOL(sym)                                                                          \
   GMS_EXPORT CUresult sym(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {     \
     GMS_NESTED(sym, dptr, bytes, pool, stream);                                                      \
-    CUresult r = call_real(GMS_REAL(sym), dptr, bytes, pool, stream);                                \
-    device_alloc(r, dptr, bytes, Origin::cuMemAllocFromPoolAsync);                                   \
-    return r;                                                                                        \
+    return placed(Origin::cuMemAllocFromPoolAsync, bytes, dptr, stream, true, is_ptsz(#sym),         \
+                  [&] { return call_real(GMS_REAL(sym), dptr, bytes, pool, stream); });             \
   }
 GMS_ALLOC_POOL(cuMemAllocFromPoolAsync)
 GMS_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
 
 GMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   GMS_NESTED(cuMemFree_v2, p);
-  CUresult r = call_real(GMS_REAL(cuMemFree_v2), p);
-  observe::region_free(Family::mem_free, ok(r), addr(p));
-  return r;
+  return freed(p, nullptr, false, false, [&] { return call_real(GMS_REAL(cuMemFree_v2), p); });
 }
 
 // Stream-ordered free: the region is gone for the program from this call on, whatever the stream
 // still has queued, so it leaves the registry now.
-#define GMS_FREE_ASYNC(sym)                                  \
-  GMS_EXPORT CUresult sym(CUdeviceptr p, CUstream stream) {  \
-    GMS_NESTED(sym, p, stream);                              \
-    CUresult r = call_real(GMS_REAL(sym), p, stream);        \
-    observe::region_free(Family::mem_free, ok(r), addr(p));  \
-    return r;                                                \
+#define GMS_FREE_ASYNC(sym)                                                                        \
+  GMS_EXPORT CUresult sym(CUdeviceptr p, CUstream stream) {                                        \
+    GMS_NESTED(sym, p, stream);                                                                    \
+    return freed(p, stream, true, is_ptsz(#sym), [&] { return call_real(GMS_REAL(sym), p, stream); }); \
   }
 GMS_FREE_ASYNC(cuMemFreeAsync)
 GMS_FREE_ASYNC(cuMemFreeAsync_ptsz)
@@ -127,6 +142,7 @@ GMS_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   GMS_NESTED(cuMemGetInfo_v2, free_bytes, total_bytes);
   CUresult r = call_real(GMS_REAL(cuMemGetInfo_v2), free_bytes, total_bytes);
   observe::call(Family::mem_get_info, ok(r), 0);
+  if (ok(r)) act::adjust_mem_info(free_bytes, total_bytes);  // frameworks size themselves from it
   return r;
 }
 

@@ -1,0 +1,60 @@
+#include "placement.h"
+
+namespace gms::policy {
+namespace {
+
+bool fits(const DeviceBudget& b, uint64_t bytes) { return b.used <= b.limit && bytes <= b.limit - b.used; }
+
+Placement converted(const PlacementConfig& cfg, Where target, uint64_t managed_in_use, uint64_t bytes,
+                    const char* reason) {
+  if (cfg.managed_limit != 0 && (managed_in_use > cfg.managed_limit || bytes > cfg.managed_limit - managed_in_use)) {
+    return {Where::out_of_memory, "managed limit reached"};
+  }
+  return {target, reason};
+}
+
+}  // namespace
+
+const char* where_name(Where w) {
+  switch (w) {
+    case Where::device:
+      return "device";
+    case Where::managed:
+      return "managed";
+    case Where::pinned:
+      return "pinned";
+    case Where::out_of_memory:
+      return "out_of_memory";
+  }
+  return "?";
+}
+
+Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
+                const PlacementRequest& req) {
+  bool in_budget = fits(budget, req.bytes) && !req.device_refused;
+  // A graph being captured must get memory it can replay: never managed or pinned, never a
+  // prefetch. Inside the budget it is an ordinary allocation; beyond it, the driver's own answer.
+  if (req.capturing) {
+    return in_budget ? Placement{Where::device, "stream capture"} : Placement{Where::out_of_memory, "stream capture over budget"};
+  }
+  switch (cfg.policy) {
+    case PolicyKind::off:
+      if (cfg.limit_enforced && !in_budget) return {Where::out_of_memory, "device limit"};
+      return {Where::device, "policy off"};
+    case PolicyKind::spill: {
+      if (in_budget) return {Where::device, "within budget"};
+      Where target = cfg.spill == SpillTarget::pinned ? Where::pinned : Where::managed;
+      return converted(cfg, target, managed_in_use, req.bytes, "over budget");
+    }
+    case PolicyKind::managed:
+    case PolicyKind::pinned: {
+      Where target = cfg.policy == PolicyKind::pinned ? Where::pinned : Where::managed;
+      if (req.bytes >= cfg.min_size) return converted(cfg, target, managed_in_use, req.bytes, "policy");
+      if (in_budget) return {Where::device, "below minimum size"};
+      return converted(cfg, target, managed_in_use, req.bytes, "over budget");
+    }
+  }
+  return {Where::device, "?"};
+}
+
+}  // namespace gms::policy

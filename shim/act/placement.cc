@@ -1,0 +1,207 @@
+#include "placement.h"
+
+#include <unistd.h>
+
+#include <mutex>
+
+#include "core/guard.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "entry/common.h"
+
+namespace gms::act {
+namespace {
+
+using entry::call_real;
+using policy::Where;
+
+policy::PlacementConfig make_config() {
+  const Options& o = options();
+  policy::PlacementConfig c;
+  switch (passthrough() ? Policy::off : o.policy) {
+    case Policy::off:
+      c.policy = policy::PolicyKind::off;
+      break;
+    case Policy::spill:
+      c.policy = policy::PolicyKind::spill;
+      break;
+    case Policy::managed:
+      c.policy = policy::PolicyKind::managed;
+      break;
+    case Policy::pinned:
+      c.policy = policy::PolicyKind::pinned;
+      break;
+  }
+  c.spill = o.spill == SpillTo::pinned ? policy::SpillTarget::pinned : policy::SpillTarget::managed;
+  c.min_size = o.min_size.bytes;
+  uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  c.managed_limit = o.managed_limit.resolve(ram);
+  c.limit_enforced = o.device_limit.any && !passthrough();
+  return c;
+}
+
+bool capturing(CUstream stream, bool per_thread) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = per_thread ? call_real(GMS_REAL(cuStreamIsCapturing_ptsz), stream, &st)
+                          : call_real(GMS_REAL(cuStreamIsCapturing), stream, &st);
+  return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
+  CUresult r = call_real(GMS_REAL(cuMemAllocManaged), out, bytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL));
+  if (r != CUDA_SUCCESS) return r;
+  // Lives on the host, mapped into the device: kernels read and write it over the link at once,
+  // with no fault-driven migration; the residency planner moves hot parts into the budget.
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev < 0 ? 0 : dev};
+  call_real(GMS_REAL(cuMemAdvise_v2), *out, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
+  call_real(GMS_REAL(cuMemAdvise_v2), *out, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu);
+  return r;
+}
+
+CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
+  void* h = nullptr;
+  CUresult r = call_real(GMS_REAL(cuMemHostAlloc), &h, bytes,
+                         static_cast<unsigned>(CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  if (r != CUDA_SUCCESS) return r;
+  r = call_real(GMS_REAL(cuMemHostGetDevicePointer_v2), out, h, 0u);
+  if (r != CUDA_SUCCESS) {
+    call_real(GMS_REAL(cuMemFreeHost), h);
+    return r;
+  }
+  *host_alias = reinterpret_cast<uintptr_t>(h);
+  return r;
+}
+
+void say_refused(const AllocRequest& req, int dev, const char* reason) {
+  Line l;
+  l.str("refused ").bytes(req.bytes).str(" on device ").i64(dev).str(": ").str(reason).str(" (device budget ")
+      .bytes(device_limit(dev)).str(", in use ").bytes(ledger().used(dev)).str(")");
+  log(LogLevel::info, l);
+}
+
+}  // namespace
+
+const policy::PlacementConfig& placement_config() {
+  static const policy::PlacementConfig c = make_config();
+  return c;
+}
+
+bool placement_active() {
+  const auto& c = placement_config();
+  return c.policy != policy::PolicyKind::off || c.limit_enforced;
+}
+
+uint64_t device_limit(int dev) {
+  uint64_t l = ledger().limit(dev);
+  if (l != 0 || dev < 0) return l;
+  size_t total = 0;
+  if (call_real(GMS_REAL(cuDeviceTotalMem_v2), &total, static_cast<CUdevice>(dev)) != CUDA_SUCCESS) return 0;
+  l = options().device_limit.for_device(dev, total);
+  ledger().set_limit(dev, l);
+  return l;
+}
+
+CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
+  if (!out || !placement_active()) {
+    CUresult r = device_alloc(ctx);
+    bool ok = r == CUDA_SUCCESS;
+    observe::region_alloc(req.family, ok, ok && out ? static_cast<uintptr_t>(*out) : 0, req.bytes, MemKind::device,
+                          req.origin, ok ? entry::current_device() : -1, 0);
+    return r;
+  }
+  int dev = entry::current_device();
+  const auto& cfg = placement_config();
+  policy::PlacementRequest pr;
+  pr.bytes = req.bytes;
+  pr.capturing = req.stream_ordered && capturing(req.stream, req.per_thread);
+  policy::DeviceBudget budget{device_limit(dev), ledger().used(dev) + ledger().resident(dev)};
+  policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);
+
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (p.where == Where::device) {
+    r = device_alloc(ctx);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {
+      pr.device_refused = true;  // the card is fuller than the budget says: other processes
+      p = policy::place(cfg, budget, ledger().created(), pr);
+    }
+  }
+  uintptr_t alias = 0;
+  MemKind kind = MemKind::device;
+  Placement placement = Placement::device;
+  switch (p.where) {
+    case Where::device:
+      break;
+    case Where::managed:
+      r = alloc_managed(out, req.bytes, dev);
+      kind = MemKind::managed;
+      placement = Placement::managed;
+      break;
+    case Where::pinned:
+      r = alloc_pinned(out, req.bytes, &alias);
+      kind = MemKind::pinned_host;
+      placement = Placement::pinned;
+      break;
+    case Where::out_of_memory:
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+      say_refused(req, dev, p.reason);
+      break;
+  }
+  bool ok = r == CUDA_SUCCESS;
+  observe::region_alloc(req.family, ok, ok ? static_cast<uintptr_t>(*out) : 0, req.bytes, kind, req.origin, dev, 0,
+                        placement, alias);
+  Stats& s = runtime_stats();
+  if (!ok) {
+    if (p.where == Where::out_of_memory) s.decision(Decision::refused, req.bytes);
+    return r;
+  }
+  bool spill = cfg.policy == policy::PolicyKind::spill || req.bytes < cfg.min_size;
+  switch (p.where) {
+    case Where::device:
+      if (cfg.policy != policy::PolicyKind::off) s.decision(Decision::kept_on_device, req.bytes);
+      break;
+    case Where::managed:
+      s.decision(spill ? Decision::spilled_managed : Decision::converted_managed, req.bytes);
+      break;
+    case Where::pinned:
+      s.decision(spill ? Decision::spilled_pinned : Decision::converted_pinned, req.bytes);
+      break;
+    case Where::out_of_memory:
+      break;
+  }
+  return r;
+}
+
+CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
+              CUresult (*real_free)(void*), void* ctx) {
+  auto region = observe::region_at(static_cast<uintptr_t>(p));
+  CUresult r;
+  if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
+    if (stream_ordered) {
+      // The program may still have work queued on the stream that uses this memory.
+      r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
+                     : call_real(GMS_REAL(cuStreamSynchronize), stream);
+      if (r != CUDA_SUCCESS) return r;
+    }
+    r = region->placement == Placement::pinned
+            ? call_real(GMS_REAL(cuMemFreeHost), reinterpret_cast<void*>(region->host_alias))
+            : call_real(GMS_REAL(cuMemFree_v2), p);
+  } else {
+    r = real_free(ctx);
+  }
+  observe::region_free(family, r == CUDA_SUCCESS, static_cast<uintptr_t>(p));
+  return r;
+}
+
+void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
+  if (!placement_active()) return;
+  int dev = entry::current_device();
+  uint64_t limit = device_limit(dev);
+  if (limit == 0) return;
+  uint64_t used = ledger().used(dev) + ledger().resident(dev);
+  uint64_t left = used < limit ? limit - used : 0;
+  if (total_bytes) *total_bytes = limit;
+  if (free_bytes && *free_bytes > left) *free_bytes = left;
+}
+
+}  // namespace gms::act

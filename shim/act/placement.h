@@ -1,0 +1,47 @@
+#pragma once
+// Carries out placement decisions with the real driver: the allocation hooks hand over the
+// program's request and the ordinary allocation they would make; this decides (policy/placement)
+// and makes device, managed or mapped pinned memory, records it, and frees each with its own call.
+#include <optional>
+
+#include "core/observe.h"
+#include "driver/cuda_driver.h"
+#include "policy/placement.h"
+
+namespace gms::act {
+
+const policy::PlacementConfig& placement_config();
+// Whether allocations need deciding at all: a policy other than off, or an enforced limit.
+bool placement_active();
+// The budget of a device, resolved once from the driver and GPUMEMSHIM_DEVICE_LIMIT.
+uint64_t device_limit(int dev);
+
+struct AllocRequest {
+  Origin origin;
+  Family family;
+  size_t bytes;
+  CUstream stream;   // stream-ordered allocations: their stream; else nullptr
+  bool stream_ordered;
+  bool per_thread;   // the _ptsz entry point: stream 0 means the per-thread default stream
+};
+
+// Decides and allocates. `device_alloc` makes the ordinary allocation the program asked for.
+CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void* ctx), void* ctx);
+
+// Frees a pointer with the call that matches what the shim made of it. For stream-ordered frees
+// of memory the shim replaced, the stream is synchronised first, so the free keeps stream order.
+// `real_free` is the program's own call, used for ordinary device memory.
+CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
+              CUresult (*real_free)(void* ctx), void* ctx);
+
+// cuMemGetInfo within the budget: total is the budget, free what is left of it (never more than
+// the driver's own free).
+void adjust_mem_info(size_t* free_bytes, size_t* total_bytes);
+
+// Small wrapper to pass a lambda as (function, context).
+template <typename F>
+CUresult invoke(void* ctx) {
+  return (*static_cast<F*>(ctx))();
+}
+
+}  // namespace gms::act

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "policy/placement.h"
+
+namespace gms::policy {
+namespace {
+
+constexpr uint64_t GiB = 1ull << 30;
+constexpr uint64_t MiB = 1ull << 20;
+
+PlacementConfig cfg(PolicyKind p, uint64_t managed_limit = 0) {
+  PlacementConfig c;
+  c.policy = p;
+  c.managed_limit = managed_limit;
+  c.limit_enforced = true;
+  return c;
+}
+
+Where where(const PlacementConfig& c, uint64_t limit, uint64_t used, uint64_t bytes, uint64_t managed_in_use = 0,
+            bool capturing = false, bool refused = false) {
+  return place(c, {limit, used}, managed_in_use, {bytes, capturing, refused}).where;
+}
+
+TEST(Placement, SpillKeepsDeviceUntilTheBudgetIsExactlyFull) {
+  auto c = cfg(PolicyKind::spill);
+  EXPECT_EQ(where(c, 8 * GiB, 0, 8 * GiB), Where::device);
+  EXPECT_EQ(where(c, 8 * GiB, 7 * GiB, GiB), Where::device) << "exactly fits";
+  EXPECT_EQ(where(c, 8 * GiB, 7 * GiB, GiB + 1), Where::managed) << "one byte over";
+  EXPECT_EQ(where(c, 8 * GiB, 9 * GiB, 1), Where::managed) << "already over (limit lowered)";
+}
+
+TEST(Placement, SpillToPinnedWhenAsked) {
+  auto c = cfg(PolicyKind::spill);
+  c.spill = SpillTarget::pinned;
+  EXPECT_EQ(where(c, GiB, GiB, MiB), Where::pinned);
+  EXPECT_EQ(where(c, GiB, 0, MiB), Where::device);
+}
+
+TEST(Placement, DriverRefusalSpillsEvenInsideTheBudget) {
+  // The default budget is the card's memory, but other processes may hold part of it.
+  EXPECT_EQ(where(cfg(PolicyKind::spill), 80 * GiB, GiB, GiB, 0, false, true), Where::managed);
+}
+
+TEST(Placement, ManagedLimitTurnsSpillIntoOutOfMemory) {
+  auto c = cfg(PolicyKind::spill, 4 * GiB);
+  EXPECT_EQ(where(c, GiB, GiB, 2 * GiB, 2 * GiB), Where::managed) << "exactly reaches the cap";
+  EXPECT_EQ(where(c, GiB, GiB, 2 * GiB + 1, 2 * GiB), Where::out_of_memory);
+  EXPECT_EQ(where(c, GiB, GiB, 1, 5 * GiB), Where::out_of_memory) << "already past the cap";
+  EXPECT_EQ(where(c, GiB, 0, 2 * GiB + 1, 4 * GiB), Where::out_of_memory) << "over budget and over cap";
+  EXPECT_EQ(where(c, GiB, 0, MiB, 4 * GiB), Where::device) << "the cap never limits device memory";
+}
+
+TEST(Placement, OffPassesThroughUnlessALimitIsEnforced) {
+  auto c = cfg(PolicyKind::off);
+  EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 1), Where::out_of_memory);
+  EXPECT_EQ(where(c, 8 * GiB, 0, 8 * GiB), Where::device);
+  c.limit_enforced = false;
+  EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 1), Where::device);
+}
+
+TEST(Placement, ManagedAndPinnedPoliciesConvertFromTheMinimumSize) {
+  for (auto p : {PolicyKind::managed, PolicyKind::pinned}) {
+    auto c = cfg(p);
+    Where target = p == PolicyKind::managed ? Where::managed : Where::pinned;
+    EXPECT_EQ(where(c, 8 * GiB, 0, MiB), target);
+    EXPECT_EQ(where(c, 8 * GiB, 0, MiB - 1), Where::device) << "small ones stay ordinary";
+    EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 4096), target) << "small ones over budget convert too";
+  }
+}
+
+TEST(Placement, NeverManagedDuringCapture) {
+  for (auto p : {PolicyKind::spill, PolicyKind::managed, PolicyKind::pinned}) {
+    auto c = cfg(p);
+    EXPECT_EQ(where(c, 8 * GiB, 0, GiB, 0, true), Where::device);
+    EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, GiB, 0, true), Where::out_of_memory);
+  }
+}
+
+TEST(Placement, EveryDecisionHasAReason) {
+  auto p = place(cfg(PolicyKind::spill), {GiB, GiB}, 0, {MiB, false, false});
+  EXPECT_STREQ(p.reason, "over budget");
+  EXPECT_STREQ(where_name(p.where), "managed");
+}
+
+}  // namespace
+}  // namespace gms::policy
