@@ -4,7 +4,17 @@
 
 namespace gms::tools {
 namespace {
+
 constexpr const char kPrefix[] = "GPUMEMSHIM_";
+
+// Short names people will type, from the design's examples ("run --policy spill --limit 8G").
+constexpr struct {
+  const char* flag_name;
+  const char* variable;
+} kAliases[] = {
+    {"limit", "GPUMEMSHIM_DEVICE_LIMIT"},
+};
+
 }  // namespace
 
 const OptionInfo* find_option(const std::string& variable) {
@@ -12,6 +22,26 @@ const OptionInfo* find_option(const std::string& variable) {
   const OptionInfo* table = option_table(&count);
   for (size_t i = 0; i < count; ++i) {
     if (variable == table[i].name) return &table[i];
+  }
+  return nullptr;
+}
+
+std::string flag_for(const OptionInfo& option) {
+  std::string flag = "--";
+  for (const char* c = option.name + sizeof(kPrefix) - 1; *c; ++c) {
+    flag += *c == '_' ? '-' : static_cast<char>(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+  }
+  return flag;
+}
+
+const OptionInfo* option_for_flag(const std::string& flag_name) {
+  for (const auto& a : kAliases) {
+    if (flag_name == a.flag_name) return find_option(a.variable);
+  }
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  for (size_t i = 0; i < count; ++i) {
+    if (flag_for(table[i]) == "--" + flag_name) return &table[i];
   }
   return nullptr;
 }

@@ -14,6 +14,14 @@ const OptionInfo* find_option(const std::string& variable);
 // True if `value` is accepted by the shim's parser for `variable` (which must be a known option).
 bool value_is_valid(const std::string& variable, const std::string& value);
 
+// Every option has a flag of its own, derived from its name: GPUMEMSHIM_DEVICE_LIMIT is
+// --device-limit. A new line in options.def is a new flag of `gpumemshim run`, with nothing to add.
+std::string flag_for(const OptionInfo& option);
+
+// The option a flag name (without the leading "--") sets, or nullptr. Also knows the short aliases
+// (--limit for --device-limit), which only exist while their option does.
+const OptionInfo* option_for_flag(const std::string& flag_name);
+
 // One problem found in an environment block.
 struct EnvProblem {
   bool fatal;        // an invalid value (the shim would fall back to pass-through) vs. an unknown name

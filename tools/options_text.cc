@@ -9,7 +9,7 @@ std::string options_as_text(const OptionInfo* table, size_t count) {
     if (i) out += "\n";
     out += o.name;
     out += "\n    default:  ";
-    out += o.default_value;
+    out += *o.default_value ? o.default_value : "(empty)";
     out += "\n    accepted: ";
     out += o.accepted;
     out += "\n    ";
@@ -37,7 +37,9 @@ std::string options_as_markdown(const OptionInfo* table, size_t count) {
   std::string out = "| Variable | Default | Accepted | What it does |\n|---|---|---|---|\n";
   for (size_t i = 0; i < count; ++i) {
     const OptionInfo& o = table[i];
-    out += "| `" + markdown_cell(o.name) + "` | `" + markdown_cell(o.default_value) + "` | " +
+    // An empty code span would show as two backticks.
+    std::string def = *o.default_value ? "`" + markdown_cell(o.default_value) + "`" : "*(empty)*";
+    out += "| `" + markdown_cell(o.name) + "` | " + def + " | " +
            markdown_cell(o.accepted) + " | " + markdown_cell(o.doc) + " |\n";
   }
   return out;

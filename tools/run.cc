@@ -21,18 +21,6 @@ extern char** environ;
 namespace gms::tools {
 namespace {
 
-// Flags that set one shim option each. Adding a flag for a new option is one line here: the value
-// is checked by that option's parser and the help text takes the accepted forms from the table.
-struct OptionFlag {
-  const char* flag;
-  const char* variable;
-  const char* metavar;
-};
-constexpr OptionFlag kOptionFlags[] = {
-    {"--policy", "GPUMEMSHIM_POLICY", "P"},
-    {"--log", "GPUMEMSHIM_LOG", "LEVEL"},
-};
-
 // What the command line asks for. `env` keeps the command-line order: a later setting wins.
 struct RunRequest {
   std::vector<std::pair<std::string, std::string>> env;
@@ -53,40 +41,46 @@ int invalid_value(const std::string& what, const std::string& value, const std::
   return kExitUsage;
 }
 
+// The flags come from the options table, so the help does too.
+void print_option_flags() {
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  for (size_t i = 0; i < count; ++i) {
+    const OptionInfo& o = table[i];
+    if (std::string(o.name) == "GPUMEMSHIM_STATS") {
+      std::printf("  %-24s sets %s: alone, a statistics table on stderr at exit;\n", "--stats[=FILE]", o.name);
+      std::printf("  %-24s =FILE, JSON written to FILE (%%p = pid); =json, JSON on stderr\n", "");
+      continue;
+    }
+    std::string usage = flag_for(o) + " VALUE";
+    std::printf("  %-24s sets %s (default %s)\n", usage.c_str(), o.name, *o.default_value ? o.default_value : "empty");
+    std::printf("  %-24s %s\n", "", o.accepted);
+  }
+  if (option_for_flag("limit")) std::printf("  %-24s same as --device-limit\n", "--limit VALUE");
+}
+
 void print_run_help() {
   std::printf(
       "Usage: gpumemshim run [OPTIONS] -- COMMAND [ARGS...]\n\n"
       "Runs COMMAND with libgpumemshim.so preloaded (prepended to LD_PRELOAD) and returns its exit\n"
       "status: 128+N if it was killed by signal N, 127 if it could not be executed. Every option is\n"
       "checked before anything starts; a bad one stops here with exit status 2. SIGINT, SIGTERM,\n"
-      "SIGHUP and SIGQUIT sent to gpumemshim are passed on to COMMAND.\n\nOptions:\n");
-  for (const OptionFlag& f : kOptionFlags) {
-    const OptionInfo* info = find_option(f.variable);
-    std::string usage = std::string(f.flag) + " " + f.metavar;
-    std::printf("  %-18s sets %s: %s (default %s)\n", usage.c_str(), f.variable, info->accepted,
-                info->default_value);
-  }
+      "SIGHUP and SIGQUIT sent to gpumemshim are passed on to COMMAND.\n\n"
+      "Options (each sets one GPUMEMSHIM_* variable; --name=VALUE works too):\n");
+  print_option_flags();
   std::printf(
-      "  --stats[=FILE]     sets GPUMEMSHIM_STATS: alone, a statistics table on stderr at exit;\n"
-      "                     =FILE, JSON written to FILE (%%p = pid); =json, JSON on stderr\n"
-      "  --env NAME=VALUE   sets any variable for COMMAND (GPUMEMSHIM_* values are checked)\n"
-      "  -h, --help         this help\n\n"
+      "  %-24s sets any variable for COMMAND (GPUMEMSHIM_* values are checked)\n"
+      "  %-24s this help\n\n"
       "GPUMEMSHIM_* variables already in the environment are checked the same way and passed on;\n"
-      "the options above override them. 'gpumemshim options' lists every variable.\n");
-}
-
-// Splits "--flag=value"; returns false if `arg` is not `flag` or `flag=...`.
-bool match_flag(const std::string& arg, const std::string& flag, std::string* inline_value, bool* has_inline) {
-  if (arg == flag) return *has_inline = false, true;
-  if (arg.compare(0, flag.size() + 1, flag + "=") != 0) return false;
-  *inline_value = arg.substr(flag.size() + 1);
-  return *has_inline = true, true;
+      "the options above override them. 'gpumemshim options' says what each variable does.\n",
+      "--env NAME=VALUE", "-h, --help");
 }
 
 // The value of a flag that always takes one: inline ("--log=info") or the next argument.
 bool take_value(int argc, char** argv, int* i, bool has_inline, std::string* value) {
   if (has_inline) return true;
-  if (*i + 1 >= argc) return false;
+  // "--log -- cmd" forgot the value: "--" is never taken as one.
+  if (*i + 1 >= argc || std::string(argv[*i + 1]) == "--") return false;
   *value = argv[++*i];
   return true;
 }
@@ -102,34 +96,39 @@ std::string absolute_stats_value(const std::string& value) {
   return std::string(cwd) + "/" + value;
 }
 
+// --stats alone means text on stderr, so a following word is never its value: it may be the command.
+int parse_stats(const std::string& value, bool has_inline, RunRequest* req) {
+  std::string v = has_inline ? value : "text";
+  if (!value_is_valid("GPUMEMSHIM_STATS", v)) return invalid_value("--stats", v, "GPUMEMSHIM_STATS");
+  req->env.emplace_back("GPUMEMSHIM_STATS", absolute_stats_value(v));
+  return -1;
+}
+
+int parse_env(int argc, char** argv, int* i, std::string value, bool has_inline, RunRequest* req) {
+  if (!take_value(argc, argv, i, has_inline, &value)) return usage_error("--env needs NAME=VALUE");
+  size_t eq = value.find('=');
+  if (eq == 0 || eq == std::string::npos) return usage_error("--env '" + value + "' is not NAME=VALUE");
+  std::string name = value.substr(0, eq), v = value.substr(eq + 1);
+  if (find_option(name) && !value_is_valid(name, v)) return invalid_value("--env " + name, v, name);
+  req->env.emplace_back(name, v);
+  return -1;
+}
+
 // Parses one option at argv[*i]. Returns -1 to go on, or an exit status.
 int parse_one_option(int argc, char** argv, int* i, RunRequest* req) {
-  std::string arg = argv[*i], value;
-  bool has_inline = false;
-  for (const OptionFlag& f : kOptionFlags) {
-    if (!match_flag(arg, f.flag, &value, &has_inline)) continue;
-    if (!take_value(argc, argv, i, has_inline, &value)) return usage_error(std::string(f.flag) + " needs a value");
-    if (!value_is_valid(f.variable, value)) return invalid_value(f.flag, value, f.variable);
-    req->env.emplace_back(f.variable, value);
-    return -1;
-  }
-  if (match_flag(arg, "--stats", &value, &has_inline)) {
-    // "--stats FILE" is not accepted: "--stats" alone is complete, so the next word may be the command.
-    if (!has_inline) value = "text";
-    if (!value_is_valid("GPUMEMSHIM_STATS", value)) return invalid_value("--stats", value, "GPUMEMSHIM_STATS");
-    req->env.emplace_back("GPUMEMSHIM_STATS", absolute_stats_value(value));
-    return -1;
-  }
-  if (match_flag(arg, "--env", &value, &has_inline)) {
-    if (!take_value(argc, argv, i, has_inline, &value)) return usage_error("--env needs NAME=VALUE");
-    size_t eq = value.find('=');
-    if (eq == 0 || eq == std::string::npos) return usage_error("--env '" + value + "' is not NAME=VALUE");
-    std::string name = value.substr(0, eq), v = value.substr(eq + 1);
-    if (find_option(name) && !value_is_valid(name, v)) return invalid_value("--env " + name, v, name);
-    req->env.emplace_back(name, v);
-    return -1;
-  }
-  return usage_error("unknown option '" + arg + "'");
+  std::string arg = argv[*i];
+  size_t eq = arg.find('=');
+  std::string flag = arg.substr(0, eq);
+  bool has_inline = eq != std::string::npos;
+  std::string value = has_inline ? arg.substr(eq + 1) : "";
+  if (flag == "--stats") return parse_stats(value, has_inline, req);
+  if (flag == "--env") return parse_env(argc, argv, i, value, has_inline, req);
+  const OptionInfo* option = flag.rfind("--", 0) == 0 ? option_for_flag(flag.substr(2)) : nullptr;
+  if (!option || flag == "--") return usage_error("unknown option '" + arg + "'");
+  if (!take_value(argc, argv, i, has_inline, &value)) return usage_error(flag + " needs a value");
+  if (!value_is_valid(option->name, value)) return invalid_value(flag, value, option->name);
+  req->env.emplace_back(option->name, value);
+  return -1;
 }
 
 // Parses everything after "run". Returns -1 on success, or an exit status.

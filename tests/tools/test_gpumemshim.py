@@ -47,6 +47,18 @@ def option_names_from_def():
     return ["GPUMEMSHIM_" + n for n in names]
 
 
+def option_defaults_from_def():
+    """(variable, default) for every option in options.def."""
+    with open(os.path.join(SOURCE_DIR, "shim", "core", "options.def")) as f:
+        text = f.read()
+    found = re.findall(r'^\s*GMS_OPTION\(\s*\w+\s*,\s*"(\w+)"\s*,\s*\w+\s*,\s*"([^"]*)"', text, re.MULTILINE)
+    return [("GPUMEMSHIM_" + n, d) for n, d in found]
+
+
+def flag_of(variable):
+    return "--" + variable[len("GPUMEMSHIM_"):].lower().replace("_", "-")
+
+
 def preload_entries(value):
     return [e for e in re.split(r"[ :]", value.strip()) if e]
 
@@ -90,6 +102,30 @@ class RunOptionsTest(unittest.TestCase):
     def test_one_line_per_bad_value(self):
         r = gms("run", "--policy", "bogus", "--", "true")
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_every_option_has_a_flag(self):
+        # Each option's flag, given the option's default (which the shim must accept), reaches the child.
+        for variable, default in option_defaults_from_def():
+            if variable == "GPUMEMSHIM_STATS":
+                continue  # its own form, tested below
+            with self.subTest(variable=variable):
+                r = gms("run", flag_of(variable), default, "--", "sh", "-c", 'printf "%s" "$' + variable + '"')
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stdout, default)
+                r = gms("run", flag_of(variable) + "=" + default, "--", "sh", "-c", 'printf "%s" "$' + variable + '"')
+                self.assertEqual((r.returncode, r.stdout), (0, default), r.stderr)
+
+    def test_limit_is_short_for_device_limit(self):
+        if "GPUMEMSHIM_DEVICE_LIMIT" not in dict(option_defaults_from_def()):
+            self.skipTest("no DEVICE_LIMIT option in this build")
+        r = gms("run", "--limit", "8G", "--", "sh", "-c", "echo $GPUMEMSHIM_DEVICE_LIMIT")
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "8G"), r.stderr)
+        self.assertIn("--limit", gms("run", "--limit", "lots", "--", "true").stderr)
+
+    def test_separator_is_never_a_value(self):
+        r = gms("run", "--log", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--log needs a value", r.stderr)
 
     def test_flags_set_the_variables(self):
         show = 'echo "$GPUMEMSHIM_POLICY|$GPUMEMSHIM_LOG|$GPUMEMSHIM_STATS|$FOO"'

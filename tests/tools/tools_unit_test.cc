@@ -73,6 +73,26 @@ TEST(OptionCheck, EnvironmentProblemsNameTheVariable) {
   EXPECT_NE(problems[1].line.find("GPUMEMSHIM_TYPO"), std::string::npos);
 }
 
+TEST(OptionFlags, DerivedFromTheVariableName) {
+  OptionInfo info{"GPUMEMSHIM_HOST_THRESHOLD", "1M", "", ""};
+  EXPECT_EQ(flag_for(info), "--host-threshold");
+}
+
+TEST(OptionFlags, EveryOptionHasAFlagThatLeadsBackToIt) {
+  size_t count = 0;
+  const OptionInfo* table = option_table(&count);
+  for (size_t i = 0; i < count; ++i) {
+    std::string flag = flag_for(table[i]);
+    EXPECT_EQ(option_for_flag(flag.substr(2)), &table[i]) << flag;
+  }
+  EXPECT_EQ(option_for_flag("no-such-option"), nullptr);
+  EXPECT_EQ(option_for_flag(""), nullptr);
+}
+
+TEST(OptionFlags, LimitIsShortForDeviceLimitWhileThatExists) {
+  EXPECT_EQ(option_for_flag("limit"), find_option("GPUMEMSHIM_DEVICE_LIMIT"));
+}
+
 TEST(Markdown, PipesAndNewlinesCannotBreakTheTable) {
   EXPECT_EQ(markdown_cell("a|b\nc"), "a\\|b c");
 }
@@ -85,6 +105,7 @@ TEST(Markdown, OneRowPerOption) {
   for (char ch : md) rows += ch == '\n';
   EXPECT_EQ(rows, count + 2);
   EXPECT_EQ(md.rfind("| Variable | Default | Accepted | What it does |\n", 0), 0u);
+  EXPECT_EQ(md.find("``"), std::string::npos) << "an empty default must not become an empty code span";
 }
 
 TEST(ExitCode, ShellConvention) {
