@@ -1,0 +1,1158 @@
+// A stand-in for libcuda.so.1, for the preload tests: every implementation the shim hooks
+// (shim/driver/cuda_hooks.def), exported under its own name with its exact type, plus what a program
+// needs around them. "Device" memory is host memory from a private mmap (raw syscalls, so neither the
+// shim's nor a sanitizer's mmap hook sees it); copies and memsets run synchronously; a CUfunction is a
+// host function `void fn(void** kernelParams)` that the launch calls run at once; CUDA arrays are not
+// supported.
+//
+// Rules that keep the tests honest:
+// - Implementations never call one another through exported symbols (static helpers only; the
+//   library is linked with -Bsymbolic), so a preloaded shim sees each program call exactly once.
+// - Every implementation counts the calls that reach it, by its exported name: fake_cuda_calls().
+// - cuGetProcAddress answers from proc_table.def the way the real driver does.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <type_traits>
+
+#include "fake_cuda_test.h"
+
+// Each implementation is declared with the PFN type of the driver it stands in for: a definition
+// below with a different signature does not compile.
+#define GMS_HOOK(sym, pfn, family) extern "C" std::remove_pointer_t<pfn> sym;
+#include "driver/cuda_hooks.def"
+#undef GMS_HOOK
+#define GMS_USED(sym, pfn) extern "C" std::remove_pointer_t<pfn> sym;
+#include "driver/cuda_used.def"
+#undef GMS_USED
+#define FAKE_FN(sym, pfn) extern "C" std::remove_pointer_t<pfn> sym;
+#include "fake_extra.def"
+#undef FAKE_FN
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+enum Id : int {
+#define GMS_HOOK(sym, pfn, family) k_##sym,
+#include "driver/cuda_hooks.def"
+#undef GMS_HOOK
+#define FAKE_FN(sym, pfn) k_##sym,
+#include "fake_extra.def"
+#undef FAKE_FN
+  kCount
+};
+
+const char* const kNames[kCount] = {
+#define GMS_HOOK(sym, pfn, family) #sym,
+#include "driver/cuda_hooks.def"
+#undef GMS_HOOK
+#define FAKE_FN(sym, pfn) #sym,
+#include "fake_extra.def"
+#undef FAKE_FN
+};
+
+// Our own implementations (bound inside this library by -Bsymbolic, never to an interposer's).
+void* const kImpl[kCount] = {
+#define GMS_HOOK(sym, pfn, family) reinterpret_cast<void*>(&::sym),
+#include "driver/cuda_hooks.def"
+#undef GMS_HOOK
+#define FAKE_FN(sym, pfn) reinterpret_cast<void*>(&::sym),
+#include "fake_extra.def"
+#undef FAKE_FN
+};
+
+// Every entry point the shim uses for itself must exist here (a missing one fails the link).
+[[maybe_unused]] void* const kUsedByShim[] = {
+#define GMS_USED(sym, pfn) reinterpret_cast<void*>(&::sym),
+#include "driver/cuda_used.def"
+#undef GMS_USED
+};
+
+std::atomic<unsigned long> g_calls[kCount];
+inline void count(Id id) { g_calls[id].fetch_add(1, std::memory_order_relaxed); }
+
+struct Proc {
+  const char* base;
+  int version;
+  Id impl;
+  int per_thread;  // an Id, or -1
+};
+const Proc kProcs[] = {
+#define FAKE_PROC(base, version, impl) {#base, version, k_##impl, -1},
+#define FAKE_PROC_PT(base, version, impl, pt) {#base, version, k_##impl, k_##pt},
+#include "proc_table.def"
+#undef FAKE_PROC
+#undef FAKE_PROC_PT
+};
+
+// ---- state ---------------------------------------------------------------------------------------
+
+constexpr size_t kTotalMem = 16ull << 30;
+constexpr size_t kGranularity = 2ull << 20;
+constexpr size_t kPitchAlign = 512;
+
+std::atomic<bool> g_init{false};
+struct FakeCtx {
+  int device;
+} g_primary_ctx{0};
+thread_local CUcontext t_ctx = nullptr;
+std::atomic<size_t> g_device_used{0};
+std::atomic<uintptr_t> g_next_stream{1};
+int g_default_pool_token;
+
+enum class Kind { device, managed, pinned, registered, vmm };
+struct Block {
+  uintptr_t base;
+  size_t size;
+  size_t map_len;  // what to munmap (0: not ours to unmap)
+  Kind kind;
+};
+struct Reservation {
+  size_t size;
+};
+struct VmmHandle {
+  int fd;
+  size_t size;
+};
+
+std::mutex g_mu;
+// Leaked on purpose: they must outlive every static destructor that might still call the driver.
+std::map<uintptr_t, Block>& blocks() {
+  static auto* m = new std::map<uintptr_t, Block>;
+  return *m;
+}
+std::map<uintptr_t, Reservation>& reservations() {
+  static auto* m = new std::map<uintptr_t, Reservation>;
+  return *m;
+}
+// Parameter layouts of host "kernels", for cuFuncGetParamInfo (registered by tests).
+struct ParamLayout {
+  size_t count;
+  size_t sizes[16];
+};
+std::map<uintptr_t, ParamLayout>& kernel_params() {
+  static auto* m = new std::map<uintptr_t, ParamLayout>;
+  return *m;
+}
+std::map<unsigned long long, VmmHandle>& vmm_handles() {
+  static auto* m = new std::map<unsigned long long, VmmHandle>;
+  return *m;
+}
+
+size_t page_round(size_t n) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) & ~(page - 1);
+}
+
+// Raw system calls: nothing an LD_PRELOAD hook or a sanitizer interceptor sees.
+void* raw_mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+  return r == -1 ? nullptr : reinterpret_cast<void*>(r);
+}
+void raw_munmap(void* addr, size_t len) { syscall(SYS_munmap, addr, len); }
+
+// The block containing [p, p+n), if any.
+bool find_block(uintptr_t p, size_t n, Block* out) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& m = blocks();
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return false;
+  --it;
+  const Block& b = it->second;
+  if (p < b.base || p + (n ? n : 1) > b.base + b.size) return false;
+  if (out) *out = b;
+  return true;
+}
+
+CUresult new_block(size_t size, Kind kind, uintptr_t* out) {
+  size_t len = page_round(size ? size : 1);
+  void* p = raw_mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto base = reinterpret_cast<uintptr_t>(p);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    blocks()[base] = Block{base, size, len, kind};
+  }
+  if (kind == Kind::device || kind == Kind::managed) g_device_used.fetch_add(size);
+  *out = base;
+  return CUDA_SUCCESS;
+}
+
+// Frees the block that starts exactly at base if its kind is one of `a` or `b`.
+bool drop_block(uintptr_t base, Kind a, Kind b) {
+  Block blk;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = blocks().find(base);
+    if (it == blocks().end() || (it->second.kind != a && it->second.kind != b)) return false;
+    blk = it->second;
+    blocks().erase(it);
+  }
+  if (blk.kind == Kind::device || blk.kind == Kind::managed) g_device_used.fetch_sub(blk.size);
+  if (blk.map_len) raw_munmap(reinterpret_cast<void*>(blk.base), blk.map_len);
+  return true;
+}
+
+CUresult need_init() { return g_init.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+CUresult need_ctx() {
+  if (!g_init.load()) return CUDA_ERROR_NOT_INITIALIZED;
+  return t_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+#define FAKE_TRY(expr)                        \
+  do {                                        \
+    CUresult fake_r_ = (expr);                \
+    if (fake_r_ != CUDA_SUCCESS) return fake_r_; \
+  } while (0)
+
+// ---- memory --------------------------------------------------------------------------------------
+
+CUresult mem_alloc(CUdeviceptr* dptr, size_t bytes, Kind kind) {
+  FAKE_TRY(need_ctx());
+  if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (g_device_used.load() + bytes > kTotalMem) return CUDA_ERROR_OUT_OF_MEMORY;
+  uintptr_t p = 0;
+  FAKE_TRY(new_block(bytes, kind, &p));
+  *dptr = static_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_free(CUdeviceptr p) {
+  FAKE_TRY(need_ctx());
+  if (p == 0) return CUDA_SUCCESS;  // like cudaFree(NULL)
+  return drop_block(static_cast<uintptr_t>(p), Kind::device, Kind::managed) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult host_alloc(void** pp, size_t bytes) {
+  FAKE_TRY(need_ctx());
+  if (!pp || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = 0;
+  FAKE_TRY(new_block(bytes, Kind::pinned, &p));
+  *pp = reinterpret_cast<void*>(p);
+  return CUDA_SUCCESS;
+}
+
+CUresult host_register(void* p, size_t bytes) {
+  FAKE_TRY(need_ctx());
+  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  auto base = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& m = blocks();
+  auto it = m.upper_bound(base + bytes - 1);
+  if (it != m.begin()) {
+    --it;
+    if (it->second.base + it->second.size > base) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  m[base] = Block{base, bytes, 0, Kind::registered};
+  return CUDA_SUCCESS;
+}
+
+CUresult host_unregister(void* p) {
+  FAKE_TRY(need_ctx());
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  return drop_block(reinterpret_cast<uintptr_t>(p), Kind::registered, Kind::registered)
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+// The device side of a typed copy or a memset must be memory the driver knows (with unified
+// addressing, pinned and registered host memory is addressable from the device too).
+CUresult device_range(CUdeviceptr p, size_t n) {
+  if (p == 0) return CUDA_ERROR_INVALID_VALUE;
+  return find_block(static_cast<uintptr_t>(p), n, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult copy(void* dst, const void* src, size_t n) {
+  FAKE_TRY(need_ctx());
+  if (n == 0) return CUDA_SUCCESS;
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(dst, src, n);
+  return CUDA_SUCCESS;
+}
+void* dp(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+CUresult htod(CUdeviceptr d, const void* s, size_t n) {
+  if (n) FAKE_TRY(device_range(d, n));
+  return copy(dp(d), s, n);
+}
+CUresult dtoh(void* d, CUdeviceptr s, size_t n) {
+  if (n) FAKE_TRY(device_range(s, n));
+  return copy(d, dp(s), n);
+}
+CUresult dtod(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  if (n) {
+    FAKE_TRY(device_range(d, n));
+    FAKE_TRY(device_range(s, n));
+  }
+  return copy(dp(d), dp(s), n);
+}
+// cuMemcpy and friends: unified addressing, any pointer will do.
+CUresult any_copy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(dp(d), dp(s), n); }
+CUresult peer_copy(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
+  if (!dc || !sc) return CUDA_ERROR_INVALID_CONTEXT;
+  return dtod(d, s, n);
+}
+
+CUresult operand(CUmemorytype type, const void* host, CUdeviceptr dev, unsigned char** out) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST:
+      *out = static_cast<unsigned char*>(const_cast<void*>(host));
+      break;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+      *out = static_cast<unsigned char*>(dp(dev));
+      break;
+    case CU_MEMORYTYPE_ARRAY:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D* c) {
+  FAKE_TRY(need_ctx());
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  unsigned char *src = nullptr, *dst = nullptr;
+  FAKE_TRY(operand(c->srcMemoryType, c->srcHost, c->srcDevice, &src));
+  FAKE_TRY(operand(c->dstMemoryType, c->dstHost, c->dstDevice, &dst));
+  if (c->Height > 1 && (c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t y = 0; y < c->Height; ++y) {
+    std::memmove(dst + (c->dstY + y) * c->dstPitch + c->dstXInBytes, src + (c->srcY + y) * c->srcPitch + c->srcXInBytes,
+                 c->WidthInBytes);
+  }
+  return CUDA_SUCCESS;
+}
+
+template <typename C>
+CUresult copy_3d(const C* c) {
+  FAKE_TRY(need_ctx());
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  unsigned char *src = nullptr, *dst = nullptr;
+  FAKE_TRY(operand(c->srcMemoryType, c->srcHost, c->srcDevice, &src));
+  FAKE_TRY(operand(c->dstMemoryType, c->dstHost, c->dstDevice, &dst));
+  if (c->Height > 1 && (c->srcPitch < c->WidthInBytes || c->dstPitch < c->WidthInBytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (c->Depth > 1 && (c->srcHeight < c->Height || c->dstHeight < c->Height)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t z = 0; z < c->Depth; ++z) {
+    for (size_t y = 0; y < c->Height; ++y) {
+      size_t so = ((c->srcZ + z) * c->srcHeight + c->srcY + y) * c->srcPitch + c->srcXInBytes;
+      size_t doff = ((c->dstZ + z) * c->dstHeight + c->dstY + y) * c->dstPitch + c->dstXInBytes;
+      std::memmove(dst + doff, src + so, c->WidthInBytes);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* c) {
+  if (c && (!c->srcContext || !c->dstContext)) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy_3d(c);
+}
+
+CUresult batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+               size_t* attr_idx, size_t num_attrs, size_t* fail, CUstream stream) {
+  FAKE_TRY(need_ctx());
+  if (fail) *fail = SIZE_MAX;
+  if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attr_idx || num_attrs == 0 || num_attrs > count ||
+      attr_idx[0] != 0 || !stream) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t i = 0; i < num_attrs; ++i) {
+    if (attrs[i].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_INVALID) return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    CUresult r = copy(dp(dsts[i]), dp(srcs[i]), sizes[i]);
+    if (r != CUDA_SUCCESS) {
+      if (fail) *fail = i;
+      return r;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned long long flags, CUstream stream) {
+  FAKE_TRY(need_ctx());
+  if (fail) *fail = SIZE_MAX;
+  if (n == 0 || !ops || flags != 0 || !stream) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; ++i) {
+    const CUDA_MEMCPY3D_BATCH_OP& op = ops[i];
+    if (op.src.type != CU_MEMCPY_OPERAND_TYPE_POINTER || op.dst.type != CU_MEMCPY_OPERAND_TYPE_POINTER) {
+      if (fail) *fail = i;
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    const CUextent3D& e = op.extent;
+    if (!e.width || !e.height || !e.depth || op.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_INVALID) {
+      if (fail) *fail = i;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Pointer to pointer: the element is one byte; zero row length or layer height means packed.
+    size_t srow = op.src.op.ptr.rowLength ? op.src.op.ptr.rowLength : e.width;
+    size_t slayer = op.src.op.ptr.layerHeight ? op.src.op.ptr.layerHeight : e.height;
+    size_t drow = op.dst.op.ptr.rowLength ? op.dst.op.ptr.rowLength : e.width;
+    size_t dlayer = op.dst.op.ptr.layerHeight ? op.dst.op.ptr.layerHeight : e.height;
+    auto* s = static_cast<unsigned char*>(dp(op.src.op.ptr.ptr));
+    auto* d = static_cast<unsigned char*>(dp(op.dst.op.ptr.ptr));
+    if (!s || !d) {
+      if (fail) *fail = i;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t z = 0; z < e.depth; ++z) {
+      for (size_t y = 0; y < e.height; ++y) {
+        std::memmove(d + (z * dlayer + y) * drow, s + (z * slayer + y) * srow, e.width);
+      }
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult fill(CUdeviceptr d, T v, size_t n) {
+  FAKE_TRY(need_ctx());
+  if (n == 0) return CUDA_SUCCESS;
+  if (d % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
+  FAKE_TRY(device_range(d, n * sizeof(T)));
+  T* p = static_cast<T*>(dp(d));
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult fill_2d(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) {
+  FAKE_TRY(need_ctx());
+  if (w == 0 || h == 0) return CUDA_SUCCESS;
+  if (d % sizeof(T) != 0 || (h > 1 && pitch < w * sizeof(T))) return CUDA_ERROR_INVALID_VALUE;
+  FAKE_TRY(device_range(d, (h - 1) * pitch + w * sizeof(T)));
+  for (size_t y = 0; y < h; ++y) {
+    T* row = reinterpret_cast<T*>(static_cast<unsigned char*>(dp(d)) + y * pitch);
+    for (size_t x = 0; x < w; ++x) row[x] = v;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult managed_range(CUdeviceptr p, size_t n) {
+  FAKE_TRY(need_ctx());
+  Block b;
+  if (!find_block(static_cast<uintptr_t>(p), n, &b) || b.kind != Kind::managed) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+using HostKernel = void (*)(void**);
+CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                void** params) {
+  FAKE_TRY(need_ctx());
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
+  reinterpret_cast<HostKernel>(f)(params);
+  return CUDA_SUCCESS;
+}
+CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** params) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, params);
+}
+
+CUresult proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                      CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn || (flags & ~static_cast<cuuint64_t>(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                                                          CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pfn = nullptr;
+  const Proc* best = nullptr;
+  bool known = false;
+  for (const Proc& p : kProcs) {
+    if (std::strcmp(p.base, symbol) != 0) continue;
+    known = true;
+    if (p.version <= version && (!best || p.version > best->version)) best = &p;
+  }
+  if (!best) {
+    if (status) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  int id = best->impl;
+  if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread >= 0) id = best->per_thread;
+  *pfn = kImpl[id];
+  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// ---- test-only interface ---------------------------------------------------------------------------
+
+FAKE_EXPORT unsigned long fake_cuda_calls(const char* symbol) {
+  unsigned long total = 0;
+  for (int i = 0; i < kCount; ++i) {
+    unsigned long n = g_calls[i].load(std::memory_order_relaxed);
+    if (!symbol) {
+      total += n;
+    } else if (std::strcmp(symbol, kNames[i]) == 0) {
+      return n;
+    }
+  }
+  return symbol ? ULONG_MAX : total;
+}
+
+FAKE_EXPORT CUdeviceptr fake_cuda_alloc_untracked(size_t bytes) {
+  uintptr_t p = 0;
+  return new_block(bytes, Kind::device, &p) == CUDA_SUCCESS ? static_cast<CUdeviceptr>(p) : 0;
+}
+
+FAKE_EXPORT void* fake_cuda_host_alloc_untracked(size_t bytes) {
+  uintptr_t p = 0;
+  return new_block(bytes, Kind::pinned, &p) == CUDA_SUCCESS ? reinterpret_cast<void*>(p) : nullptr;
+}
+
+FAKE_EXPORT int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, size_t count) {
+  if (!f || count > 16 || (count && !sizes)) return -1;
+  ParamLayout l{count, {}};
+  for (size_t i = 0; i < count; ++i) l.sizes[i] = sizes[i];
+  std::lock_guard<std::mutex> lock(g_mu);
+  kernel_params()[reinterpret_cast<uintptr_t>(f)] = l;
+  return 0;
+}
+
+// ---- initialisation, device, context, stream -------------------------------------------------------
+
+#define FAKE_IMPL(sym) FAKE_EXPORT CUresult sym
+
+FAKE_IMPL(cuInit)(unsigned int flags) {
+  count(k_cuInit);
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  g_init.store(true);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDriverGetVersion)(int* v) {
+  count(k_cuDriverGetVersion);
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceGet)(CUdevice* dev, int ordinal) {
+  count(k_cuDeviceGet);
+  FAKE_TRY(need_init());
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceGetCount)(int* n) {
+  count(k_cuDeviceGetCount);
+  FAKE_TRY(need_init());
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceGetName)(char* name, int len, CUdevice dev) {
+  count(k_cuDeviceGetName);
+  FAKE_TRY(need_init());
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  static const char kName[] = "gpumemshim fake device (host memory)";
+  std::strncpy(name, kName, static_cast<size_t>(len));
+  name[len - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceTotalMem_v2)(size_t* bytes, CUdevice dev) {
+  count(k_cuDeviceTotalMem_v2);
+  FAKE_TRY(need_init());
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = kTotalMem;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceGetAttribute)(int* pi, CUdevice_attribute attr, CUdevice dev) {
+  count(k_cuDeviceGetAttribute);
+  FAKE_TRY(need_init());
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attr) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+      *pi = 1;
+      break;
+    default:
+      *pi = 0;
+      break;
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice dev) {
+  count(k_cuDeviceGetDefaultMemPool);
+  FAKE_TRY(need_init());
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = reinterpret_cast<CUmemoryPool>(&g_default_pool_token);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice dev) {
+  count(k_cuDevicePrimaryCtxRetain);
+  FAKE_TRY(need_init());
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *ctx = reinterpret_cast<CUcontext>(&g_primary_ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuDevicePrimaryCtxRelease)(CUdevice dev) {
+  count(k_cuDevicePrimaryCtxRelease);
+  FAKE_TRY(need_init());
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_IMPL(cuDevicePrimaryCtxRelease_v2)(CUdevice dev) {
+  count(k_cuDevicePrimaryCtxRelease_v2);
+  FAKE_TRY(need_init());
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FAKE_IMPL(cuCtxSetCurrent)(CUcontext ctx) {
+  count(k_cuCtxSetCurrent);
+  FAKE_TRY(need_init());
+  if (ctx && ctx != reinterpret_cast<CUcontext>(&g_primary_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_ctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuCtxGetCurrent)(CUcontext* ctx) {
+  count(k_cuCtxGetCurrent);
+  FAKE_TRY(need_init());
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  *ctx = t_ctx;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuCtxGetDevice)(CUdevice* dev) {
+  count(k_cuCtxGetDevice);
+  FAKE_TRY(need_ctx());
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuCtxSynchronize)() {
+  count(k_cuCtxSynchronize);
+  return need_ctx();
+}
+
+FAKE_IMPL(cuStreamCreate)(CUstream* s, unsigned int flags) {
+  count(k_cuStreamCreate);
+  FAKE_TRY(need_ctx());
+  if (!s || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+  // A handle that is never dereferenced: all work is synchronous.
+  *s = reinterpret_cast<CUstream>(0x5100000 + 16 * g_next_stream.fetch_add(1));
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuStreamDestroy_v2)(CUstream s) {
+  count(k_cuStreamDestroy_v2);
+  FAKE_TRY(need_ctx());
+  return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKE_IMPL(cuStreamSynchronize)(CUstream) {
+  count(k_cuStreamSynchronize);
+  return need_ctx();
+}
+
+FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream) {
+  count(k_cuStreamSynchronize_ptsz);
+  return need_ctx();
+}
+
+FAKE_IMPL(cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus* st) {
+  count(k_cuStreamIsCapturing);
+  FAKE_TRY(need_ctx());
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  *st = CU_STREAM_CAPTURE_STATUS_NONE;  // the stand-in has no stream capture
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuStreamIsCapturing_ptsz)(CUstream, CUstreamCaptureStatus* st) {
+  count(k_cuStreamIsCapturing_ptsz);
+  FAKE_TRY(need_ctx());
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+// Offsets are the sizes laid out with natural alignment, as the compiler lays out kernel parameters.
+FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  count(k_cuFuncGetParamInfo);
+  FAKE_TRY(need_ctx());
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!offset || !size) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = kernel_params().find(reinterpret_cast<uintptr_t>(f));
+  // A kernel nobody described is treated as taking no parameters.
+  if (it == kernel_params().end() || index >= it->second.count) return CUDA_ERROR_INVALID_VALUE;
+  size_t off = 0;
+  for (size_t i = 0;; ++i) {
+    size_t sz = it->second.sizes[i];
+    size_t align = sz >= 8 ? 8 : (sz >= 4 ? 4 : (sz >= 2 ? 2 : 1));
+    off = (off + align - 1) / align * align;
+    if (i == index) {
+      *offset = off;
+      *size = sz;
+      return CUDA_SUCCESS;
+    }
+    off += sz;
+  }
+}
+
+FAKE_IMPL(cuGetErrorString)(CUresult e, const char** s) {
+  count(k_cuGetErrorString);
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  switch (e) {
+    case CUDA_SUCCESS: *s = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *s = "initialization error"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "invalid device context"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+    default: *s = "unknown error"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuGetErrorName)(CUresult e, const char** s) {
+  count(k_cuGetErrorName);
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  switch (e) {
+    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
+    default: *s = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+// ---- pointer queries (what the shim itself uses) ------------------------------------------------------
+
+FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdeviceptr ptr) {
+  count(k_cuPointerGetAttribute);
+  FAKE_TRY(need_init());
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  Block b;
+  // Like the real driver for pageable memory it never saw.
+  if (!find_block(static_cast<uintptr_t>(ptr), 1, &b)) return CUDA_ERROR_INVALID_VALUE;
+  bool host = b.kind == Kind::pinned || b.kind == Kind::registered;
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned int*>(data) = b.kind == Kind::managed ? 1u : 0u;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      *static_cast<CUdeviceptr*>(data) = ptr;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      *static_cast<void**>(data) = dp(ptr);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(&g_primary_ctx);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = static_cast<CUdeviceptr>(b.base);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = b.size;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+FAKE_IMPL(cuMemGetAddressRange_v2)(CUdeviceptr* pbase, size_t* psize, CUdeviceptr ptr) {
+  count(k_cuMemGetAddressRange_v2);
+  FAKE_TRY(need_ctx());
+  Block b;
+  if (!find_block(static_cast<uintptr_t>(ptr), 1, &b) || b.kind == Kind::pinned || b.kind == Kind::registered) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (pbase) *pbase = static_cast<CUdeviceptr>(b.base);
+  if (psize) *psize = b.size;
+  return CUDA_SUCCESS;
+}
+
+// ---- cuGetProcAddress -------------------------------------------------------------------------------
+
+FAKE_IMPL(cuGetProcAddress)(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  count(k_cuGetProcAddress);
+  return proc_address(symbol, pfn, version, flags, nullptr);
+}
+
+FAKE_IMPL(cuGetProcAddress_v2)(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                               CUdriverProcAddressQueryResult* status) {
+  count(k_cuGetProcAddress_v2);
+  return proc_address(symbol, pfn, version, flags, status);
+}
+
+// ---- allocation ---------------------------------------------------------------------------------------
+
+FAKE_IMPL(cuMemAlloc_v2)(CUdeviceptr* dptr, size_t bytes) {
+  count(k_cuMemAlloc_v2);
+  return mem_alloc(dptr, bytes, Kind::device);
+}
+
+FAKE_IMPL(cuMemAllocPitch_v2)(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
+  count(k_cuMemAllocPitch_v2);
+  if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
+  size_t p = (width + kPitchAlign - 1) / kPitchAlign * kPitchAlign;
+  CUresult r = mem_alloc(dptr, p * height, Kind::device);
+  if (r == CUDA_SUCCESS) *pitch = p;
+  return r;
+}
+
+FAKE_IMPL(cuMemAllocManaged)(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  count(k_cuMemAllocManaged);
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return mem_alloc(dptr, bytes, Kind::managed);
+}
+
+#define FAKE_PAIR(a, b, params, ...) \
+  FAKE_IMPL(a) params {              \
+    count(k_##a);                    \
+    __VA_ARGS__                      \
+  }                                  \
+  FAKE_IMPL(b) params {              \
+    count(k_##b);                    \
+    __VA_ARGS__                      \
+  }
+
+FAKE_PAIR(cuMemAllocAsync, cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytes, CUstream),
+          return mem_alloc(dptr, bytes, Kind::device);)
+FAKE_PAIR(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
+          (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool, CUstream),
+          if (!pool) return CUDA_ERROR_INVALID_VALUE; return mem_alloc(dptr, bytes, Kind::device);)
+FAKE_PAIR(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream), return mem_free(p);)
+
+FAKE_IMPL(cuMemFree_v2)(CUdeviceptr p) {
+  count(k_cuMemFree_v2);
+  return mem_free(p);
+}
+
+FAKE_IMPL(cuMemHostAlloc)(void** pp, size_t bytes, unsigned int flags) {
+  count(k_cuMemHostAlloc);
+  if (flags & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return host_alloc(pp, bytes);
+}
+
+FAKE_IMPL(cuMemAllocHost_v2)(void** pp, size_t bytes) {
+  count(k_cuMemAllocHost_v2);
+  return host_alloc(pp, bytes);
+}
+
+FAKE_IMPL(cuMemFreeHost)(void* p) {
+  count(k_cuMemFreeHost);
+  FAKE_TRY(need_ctx());
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  return drop_block(reinterpret_cast<uintptr_t>(p), Kind::pinned, Kind::pinned) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_IMPL(cuMemHostRegister)(void* p, size_t bytes, unsigned int) {
+  count(k_cuMemHostRegister);
+  return host_register(p, bytes);
+}
+
+FAKE_IMPL(cuMemHostRegister_v2)(void* p, size_t bytes, unsigned int) {
+  count(k_cuMemHostRegister_v2);
+  return host_register(p, bytes);
+}
+
+FAKE_IMPL(cuMemHostUnregister)(void* p) {
+  count(k_cuMemHostUnregister);
+  return host_unregister(p);
+}
+
+FAKE_IMPL(cuMemHostGetDevicePointer_v2)(CUdeviceptr* pdptr, void* p, unsigned int flags) {
+  count(k_cuMemHostGetDevicePointer_v2);
+  FAKE_TRY(need_ctx());
+  if (!pdptr || !p || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  Block b;
+  if (!find_block(reinterpret_cast<uintptr_t>(p), 1, &b) || (b.kind != Kind::pinned && b.kind != Kind::registered)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pdptr = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemGetInfo_v2)(size_t* free_bytes, size_t* total_bytes) {
+  count(k_cuMemGetInfo_v2);
+  FAKE_TRY(need_ctx());
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  *total_bytes = kTotalMem;
+  *free_bytes = kTotalMem - g_device_used.load();
+  return CUDA_SUCCESS;
+}
+
+// ---- virtual memory management --------------------------------------------------------------------------
+
+FAKE_IMPL(cuMemGetAllocationGranularity)(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
+  count(k_cuMemGetAllocationGranularity);
+  FAKE_TRY(need_init());
+  if (!g || !prop) return CUDA_ERROR_INVALID_VALUE;
+  *g = kGranularity;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemAddressReserve)(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr, unsigned long long) {
+  count(k_cuMemAddressReserve);
+  FAKE_TRY(need_ctx());
+  if (!ptr || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+  void* p = raw_mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(g_mu);
+  reservations()[reinterpret_cast<uintptr_t>(p)] = Reservation{size};
+  *ptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemAddressFree)(CUdeviceptr ptr, size_t size) {
+  count(k_cuMemAddressFree);
+  FAKE_TRY(need_ctx());
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = reservations().find(static_cast<uintptr_t>(ptr));
+    if (it == reservations().end() || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
+    reservations().erase(it);
+  }
+  raw_munmap(dp(ptr), size);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                       unsigned long long flags) {
+  count(k_cuMemCreate);
+  FAKE_TRY(need_ctx());
+  if (!handle || !prop || flags != 0 || size == 0 || size % kGranularity || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  long fd = syscall(SYS_memfd_create, "fakecuda-vmm", 0);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (syscall(SYS_ftruncate, fd, static_cast<long>(size)) != 0) {
+    syscall(SYS_close, fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  unsigned long long h = 0x4d000000ull + static_cast<unsigned long long>(fd);
+  std::lock_guard<std::mutex> lock(g_mu);
+  vmm_handles()[h] = VmmHandle{static_cast<int>(fd), size};
+  *handle = h;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                    unsigned long long flags) {
+  count(k_cuMemMap);
+  FAKE_TRY(need_ctx());
+  if (flags != 0 || size == 0 || size % kGranularity || offset % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto h = vmm_handles().find(handle);
+  if (h == vmm_handles().end() || offset + size > h->second.size) return CUDA_ERROR_INVALID_VALUE;
+  auto base = static_cast<uintptr_t>(ptr);
+  auto r = reservations().upper_bound(base);
+  if (r == reservations().begin()) return CUDA_ERROR_INVALID_VALUE;
+  --r;
+  if (base < r->first || base + size > r->first + r->second.size) return CUDA_ERROR_INVALID_VALUE;
+  auto& m = blocks();
+  auto it = m.upper_bound(base + size - 1);
+  if (it != m.begin() && std::prev(it)->second.base + std::prev(it)->second.size > base) return CUDA_ERROR_INVALID_VALUE;
+  if (!raw_mmap(dp(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->second.fd, static_cast<off_t>(offset))) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  m[base] = Block{base, size, 0, Kind::vmm};
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count_) {
+  count(k_cuMemSetAccess);
+  FAKE_TRY(need_ctx());
+  if (!desc || count_ == 0) return CUDA_ERROR_INVALID_VALUE;
+  Block b;
+  if (!find_block(static_cast<uintptr_t>(ptr), size, &b) || b.kind != Kind::vmm) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemUnmap)(CUdeviceptr ptr, size_t size) {
+  count(k_cuMemUnmap);
+  FAKE_TRY(need_ctx());
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = blocks().find(static_cast<uintptr_t>(ptr));
+    if (it == blocks().end() || it->second.kind != Kind::vmm || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
+    blocks().erase(it);
+  }
+  // Back to a reserved, inaccessible range.
+  raw_mmap(dp(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemRelease)(CUmemGenericAllocationHandle handle) {
+  count(k_cuMemRelease);
+  FAKE_TRY(need_ctx());
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = vmm_handles().find(handle);
+    if (it == vmm_handles().end()) return CUDA_ERROR_INVALID_VALUE;
+    fd = it->second.fd;
+    vmm_handles().erase(it);
+  }
+  syscall(SYS_close, fd);  // mappings made from it stay valid until unmapped, as with the real driver
+  return CUDA_SUCCESS;
+}
+
+// ---- copies ---------------------------------------------------------------------------------------------
+
+FAKE_PAIR(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), return any_copy(d, s, n);)
+FAKE_PAIR(cuMemcpyAsync, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream),
+          return any_copy(d, s, n);)
+FAKE_PAIR(cuMemcpyPeer, cuMemcpyPeer_ptds, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n),
+          return peer_copy(d, dc, s, sc, n);)
+FAKE_PAIR(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+          (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream),
+          return peer_copy(d, dc, s, sc, n);)
+FAKE_PAIR(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER* c), return copy_3d_peer(c);)
+FAKE_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, (const CUDA_MEMCPY3D_PEER* c, CUstream),
+          return copy_3d_peer(c);)
+FAKE_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* s, size_t n), return htod(d, s, n);)
+FAKE_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void* d, CUdeviceptr s, size_t n), return dtoh(d, s, n);)
+FAKE_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), return dtod(d, s, n);)
+FAKE_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream),
+          return htod(d, s, n);)
+FAKE_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream),
+          return dtoh(d, s, n);)
+FAKE_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream),
+          return dtod(d, s, n);)
+FAKE_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), return copy_2d(c);)
+FAKE_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c), return copy_2d(c);)
+FAKE_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream), return copy_2d(c);)
+FAKE_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D* c), return copy_3d(c);)
+FAKE_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D* c, CUstream), return copy_3d(c);)
+
+// CUDA arrays: not supported by the stand-in.
+FAKE_PAIR(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds, (CUarray, size_t, const void*, size_t), return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, (void*, CUarray, size_t, size_t), return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds, (CUarray, size_t, CUdeviceptr, size_t), return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds, (CUdeviceptr, CUarray, size_t, size_t), return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds, (CUarray, size_t, CUarray, size_t, size_t),
+          return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz, (CUarray, size_t, const void*, size_t, CUstream),
+          return CUDA_ERROR_NOT_SUPPORTED;)
+FAKE_PAIR(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz, (void*, CUarray, size_t, size_t, CUstream),
+          return CUDA_ERROR_NOT_SUPPORTED;)
+
+// Batches: CUDA 12.8's form reports a failing index, CUDA 13.0's (_v2) does not.
+FAKE_PAIR(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
+          (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count_, CUmemcpyAttributes * attrs, size_t * idx,
+           size_t num_attrs, size_t * fail, CUstream st),
+          return batch(d, s, n, count_, attrs, idx, num_attrs, fail, st);)
+FAKE_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+          (CUdeviceptr * d, CUdeviceptr * s, size_t * n, size_t count_, CUmemcpyAttributes * attrs, size_t * idx,
+           size_t num_attrs, CUstream st),
+          return batch(d, s, n, count_, attrs, idx, num_attrs, nullptr, st);)
+FAKE_PAIR(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz,
+          (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail, unsigned long long flags, CUstream st),
+          return batch_3d(n, ops, fail, flags, st);)
+FAKE_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
+          (size_t n, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream st),
+          return batch_3d(n, ops, nullptr, flags, st);)
+
+// ---- memsets ------------------------------------------------------------------------------------------
+
+FAKE_PAIR(cuMemsetD8_v2, cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n), return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD16_v2, cuMemsetD16_v2_ptds, (CUdeviceptr d, unsigned short v, size_t n), return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD32_v2, cuMemsetD32_v2_ptds, (CUdeviceptr d, unsigned int v, size_t n), return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds, (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h),
+          return fill_2d(d, p, v, w, h);)
+FAKE_PAIR(cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds, (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h),
+          return fill_2d(d, p, v, w, h);)
+FAKE_PAIR(cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds, (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h),
+          return fill_2d(d, p, v, w, h);)
+FAKE_PAIR(cuMemsetD8Async, cuMemsetD8Async_ptsz, (CUdeviceptr d, unsigned char v, size_t n, CUstream),
+          return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD16Async, cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream),
+          return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD32Async, cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned int v, size_t n, CUstream),
+          return fill(d, v, n);)
+FAKE_PAIR(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz,
+          (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream), return fill_2d(d, p, v, w, h);)
+FAKE_PAIR(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz,
+          (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream), return fill_2d(d, p, v, w, h);)
+FAKE_PAIR(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz,
+          (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream), return fill_2d(d, p, v, w, h);)
+
+// ---- unified-memory hints ------------------------------------------------------------------------------
+
+FAKE_PAIR(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, (CUdeviceptr p, size_t n, CUdevice dev, CUstream),
+          if (dev != 0 && dev != CU_DEVICE_CPU) return CUDA_ERROR_INVALID_DEVICE; return managed_range(p, n);)
+FAKE_PAIR(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
+          (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream),
+          if (flags != 0 || (loc.type != CU_MEM_LOCATION_TYPE_DEVICE && loc.type != CU_MEM_LOCATION_TYPE_HOST))
+              return CUDA_ERROR_INVALID_VALUE;
+          return managed_range(p, n);)
+
+FAKE_IMPL(cuMemAdvise)(CUdeviceptr p, size_t n, CUmem_advise, CUdevice dev) {
+  count(k_cuMemAdvise);
+  if (dev != 0 && dev != CU_DEVICE_CPU) return CUDA_ERROR_INVALID_DEVICE;
+  return managed_range(p, n);
+}
+
+FAKE_IMPL(cuMemAdvise_v2)(CUdeviceptr p, size_t n, CUmem_advise, CUmemLocation loc) {
+  count(k_cuMemAdvise_v2);
+  if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE && loc.type != CU_MEM_LOCATION_TYPE_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return managed_range(p, n);
+}
+
+// ---- launches ------------------------------------------------------------------------------------------
+
+FAKE_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
+           CUstream, void** params, void**),
+          return launch(f, gx, gy, gz, bx, by, bz, params);)
+FAKE_PAIR(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz,
+          (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
+           CUstream, void** params),
+          return launch(f, gx, gy, gz, bx, by, bz, params);)
+FAKE_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, (const CUlaunchConfig* c, CUfunction f, void** params, void**),
+          return launch_ex(c, f, params);)
+FAKE_PAIR(cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec g, CUstream),
+          FAKE_TRY(need_ctx()); return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;)
