@@ -7,6 +7,7 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "act/residency.h"
 #include "entry/common.h"
 
 namespace gms::act {
@@ -115,7 +116,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.stream_ordered && capturing(req.stream, req.per_thread);
-  policy::DeviceBudget budget{device_limit(dev), ledger().used(dev) + ledger().resident(dev)};
+  // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
+  policy::DeviceBudget budget{device_limit(dev), ledger().used(dev)};
   policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -162,6 +164,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       break;
     case Where::managed:
       s.decision(spill ? Decision::spilled_managed : Decision::converted_managed, req.bytes);
+      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev);
       break;
     case Where::pinned:
       s.decision(spill ? Decision::spilled_pinned : Decision::converted_pinned, req.bytes);
@@ -175,6 +178,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
               CUresult (*real_free)(void*), void* ctx) {
   auto region = observe::region_at(static_cast<uintptr_t>(p));
+  if (region && region->kind == MemKind::managed) residency_forget(region->base);
   CUresult r;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
     if (stream_ordered) {
@@ -198,7 +202,7 @@ void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
   int dev = entry::current_device();
   uint64_t limit = device_limit(dev);
   if (limit == 0) return;
-  uint64_t used = ledger().used(dev) + ledger().resident(dev);
+  uint64_t used = ledger().used(dev);  // prefetched managed memory is evictable, so it is free
   uint64_t left = used < limit ? limit - used : 0;
   if (total_bytes) *total_bytes = limit;
   if (free_bytes && *free_bytes > left) *free_bytes = left;

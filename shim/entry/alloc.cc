@@ -1,5 +1,6 @@
 // Allocation, free, host pinning and VMM entry points.
 #include "act/placement.h"
+#include "act/residency.h"
 #include "common.h"
 
 namespace gms::entry {
@@ -60,8 +61,11 @@ GMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
 GMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   GMS_NESTED(cuMemAllocManaged, dptr, bytes, flags);
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), dptr, bytes, flags);
+  int dev = ok(r) ? current_device() : -1;
   observe::region_alloc(Family::mem_alloc_managed, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::managed,
-                        Origin::cuMemAllocManaged, ok(r) ? current_device() : -1, flags);
+                        Origin::cuMemAllocManaged, dev, flags);
+  // The program's own managed memory gets the same prefetch before kernels as spilled memory.
+  if (ok(r) && dptr) act::residency_track(addr(*dptr), bytes, dev);
   return r;
 }
 

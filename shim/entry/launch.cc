@@ -1,37 +1,44 @@
 // Kernel and graph launches, and the unified-memory hints (observed only, for now).
+#include "act/residency.h"
 #include "common.h"
 
 using namespace gms;
 using namespace gms::entry;
 
 #define GMS_UNPAREN(...) __VA_ARGS__
-#define GMS_LAUNCH_HOOK(sym, params, args, KIND)             \
+// PREPARE runs before the real launch: the residency planner's prefetches go on the same stream.
+#define GMS_LAUNCH_HOOK(sym, params, args, KIND, PREPARE)    \
   GMS_EXPORT CUresult sym params {                           \
     GMS_NESTED(sym, GMS_UNPAREN args);                       \
+    PREPARE;                                                 \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args); \
     observe::launch(LaunchKind::KIND, ok(r));                \
     return r;                                                \
   }
 
-#define GMS_LAUNCH(sym)                                                                                      \
+#define GMS_LAUNCH(sym, PTSZ)                                                                                      \
   GMS_LAUNCH_HOOK(sym,                                                                                       \
                   (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
                    unsigned shmem, CUstream st, void** params, void** extra),                                \
-                  (f, gx, gy, gz, bx, by, bz, shmem, st, params, extra), kernel)
-#define GMS_LAUNCH_COOP(sym)                                                                                 \
+                  (f, gx, gy, gz, bx, by, bz, shmem, st, params, extra), kernel,                     \
+                  act::before_launch(f, params, extra, st, PTSZ))
+#define GMS_LAUNCH_COOP(sym, PTSZ)                                                                                 \
   GMS_LAUNCH_HOOK(sym,                                                                                       \
                   (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
                    unsigned shmem, CUstream st, void** params),                                              \
-                  (f, gx, gy, gz, bx, by, bz, shmem, st, params), cooperative)
-#define GMS_LAUNCH_EX(sym) \
-  GMS_LAUNCH_HOOK(sym, (const CUlaunchConfig* c, CUfunction f, void** params, void** extra), (c, f, params, extra), kernel_ex)
-#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph)
-GMS_LAUNCH(cuLaunchKernel)
-GMS_LAUNCH(cuLaunchKernel_ptsz)
-GMS_LAUNCH_COOP(cuLaunchCooperativeKernel)
-GMS_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
-GMS_LAUNCH_EX(cuLaunchKernelEx)
-GMS_LAUNCH_EX(cuLaunchKernelEx_ptsz)
+                  (f, gx, gy, gz, bx, by, bz, shmem, st, params), cooperative,                      \
+                  act::before_launch(f, params, nullptr, st, PTSZ))
+#define GMS_LAUNCH_EX(sym, PTSZ) \
+  GMS_LAUNCH_HOOK(sym, (const CUlaunchConfig* c, CUfunction f, void** params, void** extra), (c, f, params, extra), \
+                  kernel_ex, if (c) act::before_launch(f, params, extra, c->hStream, PTSZ))
+// A graph's kernels and their arguments are fixed inside it: nothing to scan at launch.
+#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph, (void)0)
+GMS_LAUNCH(cuLaunchKernel, false)
+GMS_LAUNCH(cuLaunchKernel_ptsz, true)
+GMS_LAUNCH_COOP(cuLaunchCooperativeKernel, false)
+GMS_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, true)
+GMS_LAUNCH_EX(cuLaunchKernelEx, false)
+GMS_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 GMS_GRAPH(cuGraphLaunch)
 GMS_GRAPH(cuGraphLaunch_ptsz)
 

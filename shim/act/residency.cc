@@ -1,0 +1,176 @@
+#include "residency.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "act/placement.h"
+#include "core/guard.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "entry/common.h"
+#include "policy/residency.h"
+
+namespace gms::act {
+namespace {
+
+using entry::call_real;
+constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
+
+struct Param {
+  uint32_t offset;
+  uint32_t size;
+};
+
+struct State {
+  std::mutex mu;  // guards everything below
+  std::unordered_map<CUfunction, std::vector<Param>> layouts;
+  policy::ResidencyPlanner* planners[kMaxDevices] = {};
+  std::unordered_map<uintptr_t, int> device_of;  // tracked region -> its planner
+};
+
+State& state() {
+  static NoDestructor<State> s;
+  return *s;
+}
+
+// The cheap filter in front of registry lookups: the span of addresses of tracked regions.
+std::atomic<uint64_t> g_tracked{0};
+std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
+std::atomic<uintptr_t> g_hi{0};
+
+policy::ResidencyPlanner& planner(State& s, int dev) {
+  if (!s.planners[dev]) s.planners[dev] = new policy::ResidencyPlanner(policy::ResidencyConfig{});
+  return *s.planners[dev];
+}
+
+// Caller holds s.mu.
+const std::vector<Param>& layout(State& s, CUfunction f) {
+  auto it = s.layouts.find(f);
+  if (it != s.layouts.end()) return it->second;
+  std::vector<Param> params;
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t off = 0, size = 0;
+    if (call_real(GMS_REAL(cuFuncGetParamInfo), f, i, &off, &size) != CUDA_SUCCESS) break;
+    params.push_back(Param{static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+  }
+  return s.layouts.emplace(f, std::move(params)).first->second;
+}
+
+// Every 8-byte aligned word of the argument bytes that falls inside the tracked span and inside a
+// tracked region of this device.
+void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
+                std::vector<policy::RegionId>& out) {
+  for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
+    uintptr_t w;
+    std::memcpy(&w, p + k, sizeof(w));
+    if (w < lo || w >= hi) continue;
+    auto r = cuda_regions().find(w);
+    if (!r || r->kind != MemKind::managed) continue;
+    auto d = s.device_of.find(r->base);
+    if (d != s.device_of.end() && d->second == dev) out.push_back(r->base);
+  }
+}
+
+bool capturing(CUstream stream, bool per_thread) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = per_thread ? call_real(GMS_REAL(cuStreamIsCapturing_ptsz), stream, &st)
+                          : call_real(GMS_REAL(cuStreamIsCapturing), stream, &st);
+  return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stream, bool per_thread) {
+  return per_thread ? call_real(GMS_REAL(cuMemPrefetchAsync_v2_ptsz), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream)
+                    : call_real(GMS_REAL(cuMemPrefetchAsync_v2), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream);
+}
+
+}  // namespace
+
+void residency_track(uintptr_t base, uint64_t size, int device) {
+  if (options().prefetch == Prefetch::off || device < 0 || device >= kMaxDevices) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  planner(s, device).add_region(base, size);
+  s.device_of[base] = device;
+  g_tracked.fetch_add(1, std::memory_order_relaxed);
+  uintptr_t lo = g_lo.load(), hi = g_hi.load();
+  if (base < lo) g_lo.store(base);
+  if (base + size > hi) g_hi.store(base + size);
+}
+
+void residency_forget(uintptr_t base) {
+  if (g_tracked.load(std::memory_order_relaxed) == 0) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.device_of.find(base);
+  if (it == s.device_of.end()) return;
+  policy::ResidencyPlanner& p = planner(s, it->second);
+  p.remove_region(base);
+  ledger().set_resident(it->second, p.resident_bytes());
+  s.device_of.erase(it);
+  if (g_tracked.fetch_sub(1, std::memory_order_relaxed) == 1) {
+    g_lo.store(~uintptr_t{0});
+    g_hi.store(0);
+  }
+}
+
+void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+  if (g_tracked.load(std::memory_order_relaxed) == 0 || (!params && !extra)) return;
+  ShimScope scope;
+  int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return;
+  uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
+  State& s = state();
+  std::vector<policy::Action> actions;
+  {
+    std::lock_guard lock(s.mu);
+    std::vector<policy::RegionId> referenced;
+    if (params) {
+      const std::vector<Param>& params_layout = layout(s, f);
+      for (size_t i = 0; i < params_layout.size(); ++i) {
+        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced);
+      }
+    } else {
+      // CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE: one packed buffer, laid out by the same offsets.
+      const unsigned char* buf = nullptr;
+      size_t size = 0;
+      for (void** e = extra; e && *e != CU_LAUNCH_PARAM_END; e += 2) {
+        if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = static_cast<const unsigned char*>(e[1]);
+        if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) std::memcpy(&size, e[1], sizeof(size));
+      }
+      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced);
+    }
+    if (referenced.empty() || capturing(stream, per_thread)) return;
+    uint64_t limit = device_limit(dev), used = ledger().used(dev);
+    policy::ResidencyPlanner& p = planner(s, dev);
+    actions = p.plan_launch(referenced, used < limit ? limit - used : 0);
+    ledger().set_resident(dev, p.resident_bytes());
+  }
+  Stats& st = runtime_stats();
+  CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  for (const policy::Action& a : actions) {
+    switch (a.kind) {
+      case policy::ActionKind::prefetch_to_device:
+        if (move(a.region + a.offset, a.bytes, gpu, stream, per_thread) == CUDA_SUCCESS) {
+          st.decision(Decision::prefetched, a.bytes);
+        }
+        break;
+      case policy::ActionKind::evict_to_host:
+        if (move(a.region + a.offset, a.bytes, host, stream, per_thread) == CUDA_SUCCESS) {
+          st.decision(Decision::evicted, a.bytes);
+        }
+        break;
+      case policy::ActionKind::stay_remote:
+        st.decision(Decision::left_remote, a.bytes);
+        break;
+    }
+  }
+}
+
+}  // namespace gms::act

@@ -1,0 +1,21 @@
+#pragma once
+// Prefetch before kernels: finds the managed regions a launch can touch by scanning its arguments,
+// asks the residency planner (policy/residency) what to move, and issues the prefetches and
+// evictions on the launch's own stream, so they are ordered before the kernel like a hand-written
+// cudaMemPrefetchAsync would be.
+#include <cstdint>
+
+#include "driver/cuda_driver.h"
+
+namespace gms::act {
+
+// Managed regions the planner may move: those the shim spilled and those the program allocated
+// with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch).
+void residency_track(uintptr_t base, uint64_t size, int device);
+void residency_forget(uintptr_t base);
+
+// Called by the launch hooks before the real launch. Costs one atomic load when no managed memory
+// is live. Never prefetches into a stream that is being captured.
+void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread);
+
+}  // namespace gms::act
