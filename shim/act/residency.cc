@@ -90,7 +90,9 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 }  // namespace
 
 void residency_track(uintptr_t base, uint64_t size, int device) {
-  if (options().prefetch == Prefetch::off || device < 0 || device >= kMaxDevices) return;
+  // Policy off observes only; with any other policy, GPUMEMSHIM_PREFETCH decides.
+  if (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off) return;
+  if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
