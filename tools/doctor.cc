@@ -64,7 +64,7 @@ void print_environment_section() {
   for (char** e = environ; *e; ++e) {
     if (std::string(*e).rfind("GPUMEMSHIM_", 0) == 0) set.push_back(*e);
   }
-  std::printf("  GPUMEMSHIM_*:   %s\n", set.empty() ? "none set" : "");
+  std::printf("  GPUMEMSHIM_*:   %s\n", set.empty() ? "none set" : "set (a run inherits these):");
   for (const std::string& s : set) std::printf("    %s\n", s.c_str());
   for (const EnvProblem& p : check_environment(environ))
     std::printf("    %s: %s\n", p.fatal ? "INVALID" : "warning", p.line.c_str());

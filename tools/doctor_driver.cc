@@ -42,13 +42,13 @@ struct Driver {
     attribute = symbol<decltype(attribute)>(lib, "cuDeviceGetAttribute");
     pci_bus_id = symbol<decltype(pci_bus_id)>(lib, "cuDeviceGetPCIBusId");
     error_name = symbol<decltype(error_name)>(lib, "cuGetErrorName");
-    return init && driver_version && device_count && device_get && device_name && total_mem && attribute &&
-           pci_bus_id && error_name;
+    // The bus id and error names are optional: without them doctor still has most to say.
+    return init && driver_version && device_count && device_get && device_name && total_mem && attribute;
   }
 
   std::string error(CUresult r) const {
     const char* name = nullptr;
-    if (error_name(r, &name) != CUDA_SUCCESS || !name) return "CUresult " + std::to_string(r);
+    if (!error_name || error_name(r, &name) != CUDA_SUCCESS || !name) return "CUresult " + std::to_string(r);
     return name;
   }
 };
@@ -169,7 +169,7 @@ void print_device(const Driver& d, const Nvml& nvml, int ordinal) {
   int concurrent = attribute_or(d, dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, -1);
   int pageable = attribute_or(d, dev, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, -1);
   char bus[32] = "";
-  bool have_bus = d.pci_bus_id(bus, sizeof(bus), dev) == CUDA_SUCCESS;
+  bool have_bus = d.pci_bus_id && d.pci_bus_id(bus, sizeof(bus), dev) == CUDA_SUCCESS;
 
   std::printf("GPU %d: %s\n", ordinal, name);
   std::printf("  total memory:            %.2f GiB (%zu bytes)\n", static_cast<double>(total) / (1u << 30), total);

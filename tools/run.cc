@@ -124,7 +124,7 @@ int parse_one_option(int argc, char** argv, int* i, RunRequest* req) {
   if (flag == "--stats") return parse_stats(value, has_inline, req);
   if (flag == "--env") return parse_env(argc, argv, i, value, has_inline, req);
   const OptionInfo* option = flag.rfind("--", 0) == 0 ? option_for_flag(flag.substr(2)) : nullptr;
-  if (!option || flag == "--") return usage_error("unknown option '" + arg + "'");
+  if (!option) return usage_error("unknown option '" + arg + "'");
   if (!take_value(argc, argv, i, has_inline, &value)) return usage_error(flag + " needs a value");
   if (!value_is_valid(option->name, value)) return invalid_value(flag, value, option->name);
   req->env.emplace_back(option->name, value);

@@ -2,7 +2,8 @@
 """End-to-end tests of the `gpumemshim` command (tools/), stdlib unittest only.
 
 CTest passes the paths in the environment (tests/tools/CMakeLists.txt): GMS_TOOL (the command),
-GMS_SHIM (libgpumemshim.so), GMS_SOURCE_DIR, GMS_BUILD_DIR, GMS_CMAKE, GMS_VERSION. Run one class by
+GMS_SHIM (libgpumemshim.so), GMS_SOURCE_DIR, GMS_BUILD_DIR, GMS_CMAKE, GMS_VERSION and, when the
+preload layer's stand-in driver is built, GMS_FAKE_CUDA_DIR. Run one class by
 hand with, e.g.:  GMS_TOOL=build/tools/gpumemshim ... python3 tests/tools/test_gpumemshim.py RunChildTest
 """
 import ctypes
@@ -333,6 +334,17 @@ class DoctorTest(unittest.TestCase):
         r = gms("doctor")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("driver version:", r.stdout)
+
+    @unittest.skipIf(not os.environ.get("GMS_FAKE_CUDA_DIR"), "no stand-in libcuda in this build")
+    def test_every_gpu_fact_over_the_stand_in_driver(self):
+        env = clean_env(LD_LIBRARY_PATH=os.environ["GMS_FAKE_CUDA_DIR"])
+        r = gms("doctor", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("driver version:", r.stdout)
+        self.assertRegex(r.stdout, r"GPUs: +[1-9]")
+        for label in ("GPU 0:", "total memory:", "compute capability:", "concurrentManagedAccess:",
+                      "pageableMemoryAccess:", "PCI bus id:", "PCIe link:"):
+            self.assertIn(label, r.stdout)
 
     def test_flags_bad_environment_values(self):
         r = gms("doctor", env=clean_env(GPUMEMSHIM_LOG="loud"))
