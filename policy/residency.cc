@@ -1,0 +1,173 @@
+#include "policy/residency.h"
+
+#include <algorithm>
+
+namespace gms::policy {
+namespace {
+
+ResidencyConfig normalised(ResidencyConfig cfg) {
+  cfg.chunk_bytes = std::clamp(cfg.chunk_bytes, ResidencyConfig::kMinChunk, ResidencyConfig::kMaxChunk);
+  cfg.chunk_bytes -= cfg.chunk_bytes % ResidencyConfig::kMinChunk;
+  return cfg;
+}
+
+}  // namespace
+
+ResidencyPlanner::ResidencyPlanner(ResidencyConfig cfg) : cfg_(normalised(cfg)) {}
+
+uint64_t ResidencyPlanner::bytes_of_chunks(const Region& r, uint64_t n) const {
+  return n >= r.chunks ? r.size : n * cfg_.chunk_bytes;
+}
+
+bool ResidencyPlanner::within_window(uint64_t event_launch) const {
+  return launch_ - event_launch < cfg_.pingpong_window;
+}
+
+void ResidencyPlanner::lru_unlink(Region* r) {
+  (r->prev ? r->prev->next : lru_head_) = r->next;
+  (r->next ? r->next->prev : lru_tail_) = r->prev;
+  r->prev = r->next = nullptr;
+}
+
+void ResidencyPlanner::lru_append(Region* r) {
+  r->prev = lru_tail_;
+  r->next = nullptr;
+  (lru_tail_ ? lru_tail_->next : lru_head_) = r;
+  lru_tail_ = r;
+}
+
+void ResidencyPlanner::add_region(RegionId id, uint64_t size) {
+  remove_region(id);
+  Region& r = regions_[id];
+  r.id = id;
+  r.size = size;
+  r.chunks = size / cfg_.chunk_bytes + (size % cfg_.chunk_bytes != 0);
+}
+
+void ResidencyPlanner::remove_region(RegionId id) {
+  auto it = regions_.find(id);
+  if (it == regions_.end()) return;
+  Region& r = it->second;
+  if (r.last_ref != 0) lru_unlink(&r);
+  resident_total_ -= resident_of(r);
+  regions_.erase(it);
+}
+
+void ResidencyPlanner::mark_on_host(RegionId id) {
+  auto it = regions_.find(id);
+  if (it == regions_.end()) return;
+  resident_total_ -= resident_of(it->second);
+  it->second.resident_chunks = 0;
+}
+
+uint64_t ResidencyPlanner::resident_bytes(RegionId id) const {
+  auto it = regions_.find(id);
+  return it == regions_.end() ? 0 : resident_of(it->second);
+}
+
+bool ResidencyPlanner::stays_remote(RegionId id) const {
+  auto it = regions_.find(id);
+  return it != regions_.end() && (it->second.pingpong_stopped || it->second.too_large_noted);
+}
+
+std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& referenced, uint64_t budget) {
+  ++launch_;
+
+  // The launch's regions, once each, in argument order. `seen == launch_` marks them referenced.
+  scratch_.clear();
+  for (RegionId id : referenced) {
+    auto it = regions_.find(id);
+    if (it == regions_.end() || it->second.seen == launch_) continue;
+    it->second.seen = launch_;
+    scratch_.push_back(&it->second);
+  }
+
+  // Bytes that stay on the device whatever happens: the referenced regions' resident chunks.
+  uint64_t pinned = 0;
+  for (const Region* r : scratch_) pinned += resident_of(*r);
+
+  // Decide, in argument order, which referenced regions to complete on the device.
+  size_t n_prefetch = 0, n_notes = 0;
+  for (Region* rp : scratch_) {
+    Region& r = *rp;
+    r.plan = kNone;
+    if (r.pingpong_stopped || r.resident_chunks >= r.chunks) continue;
+    if (r.size > budget) {
+      if (!r.too_large_noted) {
+        r.too_large_noted = true;
+        ++stats_.too_large;
+        r.plan = kNoteRemote;
+        ++n_notes;
+      }
+      continue;
+    }
+    const uint64_t missing = r.size - resident_of(r);
+    if (pinned > budget || missing > budget - pinned) continue;  // does not fit this launch
+    const bool round_trip =
+        cfg_.pingpong_window != 0 && r.last_evicted != 0 && within_window(r.last_evicted);
+    if (round_trip) {
+      std::erase_if(r.trips, [this](uint64_t t) { return !within_window(t); });
+      if (r.trips.size() >= cfg_.pingpong_limit) {  // this one would exceed the limit
+        r.pingpong_stopped = true;
+        r.trips.clear();
+        r.trips.shrink_to_fit();
+        ++stats_.pingpong_stops;
+        r.plan = kNoteRemote;
+        ++n_notes;
+        continue;
+      }
+      r.trips.push_back(launch_);
+    }
+    r.plan = kPrefetch;
+    ++n_prefetch;
+    r.plan_from = r.resident_chunks;
+    r.resident_chunks = r.chunks;
+    r.last_evicted = 0;
+    r.too_large_noted = false;
+    pinned += missing;
+    resident_total_ += missing;
+    stats_.prefetched_bytes += missing;
+  }
+
+  std::vector<Action> actions;
+  actions.reserve(n_prefetch + n_notes);
+
+  // Make room (or follow a shrunken budget): whole chunks of the least recently used regions that
+  // this launch does not reference, each from its end backwards, just enough.
+  uint64_t need = resident_total_ > budget ? resident_total_ - budget : 0;
+  for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
+    if (r->seen == launch_ || r->resident_chunks == 0) continue;
+    const uint64_t before = resident_of(*r);
+    while (need > 0 && r->resident_chunks > 0) {
+      const uint64_t k = r->resident_chunks - 1;
+      const uint64_t chunk = bytes_of_chunks(*r, k + 1) - bytes_of_chunks(*r, k);
+      need -= std::min(need, chunk);
+      r->resident_chunks = k;
+    }
+    const uint64_t after = resident_of(*r);
+    actions.push_back({ActionKind::evict_to_host, r->id, after, before - after});
+    r->last_evicted = launch_;
+    resident_total_ -= before - after;
+    stats_.evicted_bytes += before - after;
+  }
+
+  for (const Region* r : scratch_) {
+    if (r->plan != kPrefetch) continue;
+    const uint64_t offset = bytes_of_chunks(*r, r->plan_from);
+    actions.push_back({ActionKind::prefetch_to_device, r->id, offset, r->size - offset});
+  }
+  for (const Region* r : scratch_) {
+    if (r->plan == kNoteRemote) actions.push_back({ActionKind::stay_remote, r->id, 0, r->size});
+  }
+
+  // The referenced regions become the most recently used, lower ids first among themselves.
+  std::sort(scratch_.begin(), scratch_.end(), [](const Region* a, const Region* b) { return a->id < b->id; });
+  for (Region* r : scratch_) {
+    if (r->last_ref != 0) lru_unlink(r);
+    lru_append(r);
+    r->last_ref = launch_;
+  }
+  return actions;
+}
+
+}  // namespace gms::policy

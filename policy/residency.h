@@ -1,0 +1,146 @@
+// Residency planner: which managed regions to prefetch to one device, which to evict to the host,
+// and which to leave mapped remotely, decided before each kernel launch.
+//
+// Why (measured on the project's H100, PCIe Gen5, see SCENARIOS.md): managed memory that moves on
+// GPU page faults crawls at 4 to 6 GB/s; the same data prefetched with cudaMemPrefetchAsync moves at
+// 46 GB/s, after which the kernel runs at device speed. So every region a launch references is
+// prefetched while it fits in the budget, making room by evicting the least recently used regions
+// the launch does not reference. But a region mapped remotely (preferred location host, accessed by
+// the GPU) is read by the GPU over the link at 38 to 40 GB/s with no migration at all: nearly as fast
+// as a prefetch, and paid only for the bytes the kernel touches. So a region larger than the whole
+// budget, or one that keeps being evicted and brought back (ping-pong), is better left remote than
+// thrashed through fault-driven or repeated migrations.
+//
+// Pure decision code: no CUDA, no globals, no I/O. The shim (shim/act) carries out the actions.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace gms::policy {
+
+struct ResidencyConfig {
+  // Granularity of eviction and prefetch. Clamped to [kMinChunk, kMaxChunk] and rounded down to a
+  // multiple of kMinChunk (the driver's large page).
+  uint64_t chunk_bytes = 64ull << 20;
+  // A region stops moving when it would make more than this many round trips (evicted, then
+  // prefetched again) within `pingpong_window` launches. 0: stop at the first round trip.
+  uint32_t pingpong_limit = 3;
+  // In launches. A prefetch is a round trip when the region's chunks were evicted fewer than
+  // `pingpong_window` launches earlier; round trips count while fewer than `pingpong_window`
+  // launches old. 0 turns ping-pong detection off.
+  uint64_t pingpong_window = 64;
+
+  static constexpr uint64_t kMinChunk = 2ull << 20;
+  static constexpr uint64_t kMaxChunk = 64ull << 20;
+};
+
+using RegionId = uint64_t;
+
+enum class ActionKind : uint8_t {
+  prefetch_to_device,  // migrate [offset, offset+bytes) to the device
+  evict_to_host,       // migrate [offset, offset+bytes) to the host
+  stay_remote,         // leave the whole region on the host, mapped for the device (offset 0, size)
+};
+
+// A byte range within a region; `offset` is chunk aligned and the range covers whole chunks (the
+// region's last chunk may be short).
+struct Action {
+  ActionKind kind;
+  RegionId region;
+  uint64_t offset;
+  uint64_t bytes;
+  bool operator==(const Action&) const = default;
+};
+
+struct PlannerStats {
+  uint64_t prefetched_bytes = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t pingpong_stops = 0;  // regions stopped for ping-pong
+  uint64_t too_large = 0;       // stay_remote notes for regions larger than the whole budget
+};
+
+// Rules (one device):
+// - Each launch's referenced regions (unknown ids ignored, duplicates once) become the most
+//   recently used, in region id order among themselves.
+// - Referenced regions are prefetched whole (only their missing chunks), in argument order, each if
+//   the resident bytes of all referenced regions plus its missing bytes fit the budget; one that
+//   does not fit is skipped for this launch (a later, smaller one may still fit) with no action.
+// - A referenced region larger than the whole budget is never prefetched; it gets one stay_remote
+//   note when it becomes too large (again after it was prefetched in between).
+// - Room (and any budget shrink) is made by evicting whole chunks of non-referenced regions, least
+//   recently used first (ties: lower id first), each region from its end backwards, just enough.
+//   Resident chunks of referenced regions are never evicted, even when they alone exceed the budget.
+// - Ping-pong: a prefetch of a region whose chunks were evicted within the window is a round trip;
+//   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
+//   a stay_remote note and never moves to the device again (until removed); its resident chunks stay
+//   until room is needed.
+// Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
+// rest, mark_on_host clears all), so a region's residency is one count.
+// Actions: all evictions (LRU order), then prefetches (argument order), then stay_remote notes.
+// Cost per launch: O(referenced log referenced + regions evicted from + chunks moved).
+class ResidencyPlanner {
+ public:
+  explicit ResidencyPlanner(ResidencyConfig cfg = {});
+  ResidencyPlanner(const ResidencyPlanner&) = delete;  // intrusive LRU list
+  ResidencyPlanner& operator=(const ResidencyPlanner&) = delete;
+
+  // Starts on the host, not resident. An id already known is replaced (freed, then added).
+  void add_region(RegionId id, uint64_t size);
+  // Freed: its resident bytes no longer count. Unknown ids are ignored.
+  void remove_region(RegionId id);
+
+  // `budget`: how many bytes of managed data this device may hold right now (device limit minus
+  // ordinary device allocations). Returns the actions to issue before the launch and updates
+  // residency as if they were carried out.
+  std::vector<Action> plan_launch(const std::vector<RegionId>& referenced, uint64_t budget);
+
+  // The host touched it or copies moved it: none of it is resident any more (not an eviction, so
+  // it does not count towards ping-pong).
+  void mark_on_host(RegionId id);
+
+  uint64_t resident_bytes() const { return resident_total_; }
+  uint64_t resident_bytes(RegionId id) const;  // 0 for unknown ids
+  // True once stopped for ping-pong, or while noted too large and not prefetched since.
+  bool stays_remote(RegionId id) const;
+  const PlannerStats& stats() const { return stats_; }
+  const ResidencyConfig& config() const { return cfg_; }
+  uint64_t launches() const { return launch_; }
+
+ private:
+  enum : uint8_t { kNone, kPrefetch, kNoteRemote };
+  struct Region {
+    RegionId id = 0;
+    uint64_t size = 0;
+    uint64_t chunks = 0;           // ceil(size / chunk)
+    uint64_t resident_chunks = 0;  // resident prefix [0, resident_chunks)
+    uint64_t last_ref = 0;         // launch that last referenced it; 0: never (not in the LRU list)
+    uint64_t seen = 0;             // launch stamp for de-duplicating the referenced list
+    uint64_t last_evicted = 0;     // launch of the latest eviction since the last prefetch; 0: none
+    std::vector<uint64_t> trips;   // launches of recent round trips (at most pingpong_limit)
+    bool pingpong_stopped = false;
+    bool too_large_noted = false;
+    uint8_t plan = kNone;          // this launch's decision, kept until its actions are written
+    uint64_t plan_from = 0;        // first missing chunk when the decision is kPrefetch
+    Region* prev = nullptr;  // LRU list, oldest at head
+    Region* next = nullptr;
+  };
+
+  uint64_t bytes_of_chunks(const Region& r, uint64_t n) const;  // bytes of chunks [0, n)
+  uint64_t resident_of(const Region& r) const { return bytes_of_chunks(r, r.resident_chunks); }
+  bool within_window(uint64_t event_launch) const;
+  void lru_unlink(Region* r);
+  void lru_append(Region* r);
+
+  ResidencyConfig cfg_;
+  std::unordered_map<RegionId, Region> regions_;  // node-based: Region addresses are stable
+  Region* lru_head_ = nullptr;
+  Region* lru_tail_ = nullptr;
+  uint64_t resident_total_ = 0;
+  uint64_t launch_ = 0;
+  PlannerStats stats_;
+  std::vector<Region*> scratch_;  // the launch's referenced regions, reused between launches
+};
+
+}  // namespace gms::policy
