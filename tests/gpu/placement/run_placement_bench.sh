@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The placement benchmarks of issue 3 (S4, S3, S1, PyTorch), each side by side with its baseline in
+# one run on the GPU machine. Every run under the shim caps managed memory and emulates a small GPU
+# with a device limit (GPU safety rules). Logs go to $OUT (default ./out); a table is printed last.
+set -u
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+B=${GMS_BUILD_DIR:-build}
+SHIM=$(readlink -f "${GMS_SHIM:-$B/shim/libgpumemshim.so}")
+LOG="$OUT/placement.log"
+: >"$LOG"
+P=tests/gpu/placement
+nvcc -O2 -arch=sm_90 $P/s4_managed.cu -o "$B/s4_managed" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
+
+row() { printf '%-58s %s\n' "$1" "$2" | tee -a "$OUT/placement_table.txt"; }
+: >"$OUT/placement_table.txt"
+shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=32G GPUMEMSHIM_STATS="$OUT/stats-%p.json" "$@"; }
+run() { echo "+ $*" >>"$LOG"; timeout 300 "$@" 2>>"$LOG" | tail -1 | tee -a "$LOG"; }
+
+echo "== S4: 4 GiB managed, CPU-initialised, one kernel" | tee -a "$OUT/placement_table.txt"
+for i in 1 2; do
+  row "S4 no hint (fault-driven)" "$(run "$B/s4_managed" none 4)"
+  row "S4 shim hints (spill, limit 8G)" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G "$B/s4_managed" none 4)"
+  row "S4 hand cudaMemPrefetchAsync" "$(run "$B/s4_managed" hand 4)"
+done
+
+echo "== S3: numba, 3 x 4 GB float64, device limit 8G" | tee -a "$OUT/placement_table.txt"
+row "S3 (a) off, limit 8G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
+row "S3 (b) spill, prefetch off" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_PREFETCH=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
+row "S3 (c) spill, prefetch on" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
+row "S3 (d) hand-chunked pipeline (no shim)" "$(run python3 $P/s3_numba.py chunked)"
+row "S3 all on the card (no shim, no limit)" "$(run python3 $P/s3_numba.py plain)"
+
+echo "== S1: CuPy, 4 x 2 GiB .npy files (mmap r+), device limit 4G" | tee -a "$OUT/placement_table.txt"
+mkdir -p /tmp/s1data
+row "S1 off, limit 4G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
+row "S1 spill, limit 4G" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
+row "S1 no shim, no limit" "$(run python3 $P/s1_cupy.py /tmp/s1data)"
+
+echo "== PyTorch resnet50 training, batch 128 (peak about 10.5 GiB), device limit 7G" | tee -a "$OUT/placement_table.txt"
+row "torch no shim, no limit" "$(run python3 $P/torch_train.py 128)"
+row "torch spill, limit 7G" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128)"
+row "torch off, limit 7G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128)"

@@ -1,0 +1,655 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <vector>
+
+#include "policy/residency.h"
+
+namespace gms::policy {
+
+// Readable failures.
+void PrintTo(const Action& a, std::ostream* os) {
+  static const char* const kinds[] = {"prefetch", "evict", "remote"};
+  *os << kinds[static_cast<int>(a.kind)] << "(" << a.region << ", " << a.offset << ", " << a.bytes << ")";
+}
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t GiB = 1ull << 30;
+
+Action pf(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::prefetch_to_device, id, offset, bytes}; }
+Action ev(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::evict_to_host, id, offset, bytes}; }
+Action remote(RegionId id, uint64_t size) { return {ActionKind::stay_remote, id, 0, size}; }
+using Actions = std::vector<Action>;
+
+ResidencyConfig small_chunks(uint32_t limit = 3, uint64_t window = 64) {
+  ResidencyConfig c;
+  c.chunk_bytes = 2 * MiB;
+  c.pingpong_limit = limit;
+  c.pingpong_window = window;
+  return c;
+}
+
+// ---- basics ----------------------------------------------------------------------------------
+
+TEST(Residency, NewRegionStartsOnHost) {
+  ResidencyPlanner p;
+  p.add_region(1, 10 * MiB);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.resident_bytes(1), 0u);
+  EXPECT_FALSE(p.stays_remote(1));
+}
+
+TEST(Residency, PrefetchesReferencedRegionOnce) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 10 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB), (Actions{pf(1, 0, 10 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+  EXPECT_EQ(p.resident_bytes(1), 10 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB), Actions{}) << "already resident";
+  EXPECT_EQ(p.stats().prefetched_bytes, 10 * MiB);
+  EXPECT_EQ(p.launches(), 2u);
+}
+
+TEST(Residency, EmptyLaunchWithRoomDoesNothing) {
+  ResidencyPlanner p;
+  p.add_region(1, 10 * MiB);
+  EXPECT_EQ(p.plan_launch({}, 100 * MiB), Actions{});
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB).size(), 1u);
+  EXPECT_EQ(p.plan_launch({}, 100 * MiB), Actions{}) << "resident and within budget: nothing to evict";
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+TEST(Residency, UnknownAndDuplicateIdsInReferenced) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  EXPECT_EQ(p.plan_launch({7, 1, 1, 9, 1}, 100 * MiB), (Actions{pf(1, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 4 * MiB);
+  EXPECT_EQ(p.plan_launch({7, 9}, 100 * MiB), Actions{});
+}
+
+TEST(Residency, ZeroSizedRegionNeedsNothing) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 0);
+  EXPECT_EQ(p.plan_launch({1}, 0), Actions{});
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), Actions{});
+  EXPECT_EQ(p.stats().too_large, 0u);
+}
+
+TEST(Residency, ChunkSizeIsClampedAndRounded) {
+  auto chunk = [](uint64_t bytes) {
+    ResidencyConfig c;
+    c.chunk_bytes = bytes;
+    return ResidencyPlanner(c).config().chunk_bytes;
+  };
+  EXPECT_EQ(chunk(64 * MiB), 64 * MiB);
+  EXPECT_EQ(chunk(2 * MiB), 2 * MiB);
+  EXPECT_EQ(chunk(0), 2 * MiB);
+  EXPECT_EQ(chunk(1 * MiB), 2 * MiB);
+  EXPECT_EQ(chunk(128 * MiB), 64 * MiB);
+  EXPECT_EQ(chunk(5 * MiB), 4 * MiB);
+  EXPECT_EQ(ResidencyPlanner().config().chunk_bytes, 64 * MiB) << "default";
+}
+
+// ---- budget edges ----------------------------------------------------------------------------
+
+TEST(Residency, RegionsExactlyFillingTheBudgetAreAllPrefetched) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 6 * MiB);
+  EXPECT_EQ(p.plan_launch({1, 2}, 10 * MiB), (Actions{pf(1, 0, 4 * MiB), pf(2, 0, 6 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+TEST(Residency, OneByteOverLeavesTheLastRegionRemoteWithoutANote) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 6 * MiB);
+  EXPECT_EQ(p.plan_launch({1, 2}, 10 * MiB - 1), (Actions{pf(1, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 4 * MiB);
+  EXPECT_FALSE(p.stays_remote(2));
+  EXPECT_EQ(p.stats().too_large, 0u);
+}
+
+TEST(Residency, RegionOfExactlyTheBudgetIsPrefetched) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 10 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), (Actions{pf(1, 0, 10 * MiB)}));
+  EXPECT_EQ(p.stats().too_large, 0u);
+}
+
+TEST(Residency, RegionOneByteOverTheWholeBudgetStaysRemoteNotedOnce) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 10 * MiB + 1);
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), (Actions{remote(1, 10 * MiB + 1)}));
+  EXPECT_TRUE(p.stays_remote(1));
+  EXPECT_EQ(p.stats().too_large, 1u);
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), Actions{}) << "noted only the first time";
+  EXPECT_EQ(p.plan_launch({1}, 5 * MiB), Actions{});
+  EXPECT_EQ(p.stats().too_large, 1u);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.stats().prefetched_bytes, 0u);
+}
+
+TEST(Residency, TooLargeRegionDoesNotStopTheRestOfTheLaunch) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 64 * MiB);
+  p.add_region(2, 8 * MiB);
+  p.add_region(3, 2 * MiB);
+  EXPECT_EQ(p.plan_launch({1, 2, 3}, 16 * MiB),
+            (Actions{pf(2, 0, 8 * MiB), pf(3, 0, 2 * MiB), remote(1, 64 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+TEST(Residency, TooLargeRegionIsPrefetchedWhenTheBudgetGrowsAndNotedAgainLater) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 12 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), (Actions{remote(1, 12 * MiB)}));
+  EXPECT_EQ(p.plan_launch({1}, 12 * MiB), (Actions{pf(1, 0, 12 * MiB)}));
+  EXPECT_FALSE(p.stays_remote(1));
+  EXPECT_EQ(p.plan_launch({1}, 4 * MiB), Actions{}) << "resident: referenced chunks are never evicted";
+  EXPECT_EQ(p.plan_launch({}, 4 * MiB), (Actions{ev(1, 4 * MiB, 8 * MiB)}));
+  EXPECT_EQ(p.plan_launch({1}, 4 * MiB), (Actions{remote(1, 12 * MiB)}));
+  EXPECT_TRUE(p.stays_remote(1));
+  EXPECT_EQ(p.stats().too_large, 2u);
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB) << "its resident start stays";
+}
+
+TEST(Residency, ZeroBudgetEvictsEverythingNotReferenced) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1, 2}, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({}, 0), (Actions{ev(1, 0, 4 * MiB), ev(2, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 0u);
+}
+
+// ---- referenced regions together over the budget ------------------------------------------------
+
+TEST(Residency, OverBudgetLaunchPrefetchesWholeRegionsInArgumentOrder) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB);
+  p.add_region(2, 6 * MiB);
+  p.add_region(3, 4 * MiB);
+  EXPECT_EQ(p.plan_launch({1, 2, 3}, 10 * MiB), (Actions{pf(1, 0, 6 * MiB), pf(3, 0, 4 * MiB)}))
+      << "2 does not fit after 1; 3 still does";
+  EXPECT_EQ(p.resident_bytes(2), 0u);
+  EXPECT_EQ(p.stats().too_large, 0u);
+}
+
+TEST(Residency, ArgumentOrderDecidesWhichRegionGetsTheRoom) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB);
+  p.add_region(2, 6 * MiB);
+  EXPECT_EQ(p.plan_launch({2, 1}, 10 * MiB), (Actions{pf(2, 0, 6 * MiB)}));
+}
+
+TEST(Residency, NeverEvictsOneReferencedRegionForAnother) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB);
+  p.add_region(2, 6 * MiB);
+  p.plan_launch({1}, 10 * MiB);
+  EXPECT_EQ(p.plan_launch({2, 1}, 10 * MiB), Actions{})
+      << "1 is resident and referenced: it stays, and 2 has no room";
+  EXPECT_EQ(p.resident_bytes(1), 6 * MiB);
+  EXPECT_EQ(p.stats().evicted_bytes, 0u);
+}
+
+TEST(Residency, PartlyResidentReferencedRegionKeepsItsChunksWhenItCannotBeCompleted) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 4 * MiB, 4 * MiB), pf(2, 0, 4 * MiB)}));
+  // Both referenced: neither may be evicted, so 1 cannot be completed; its first half stays.
+  EXPECT_EQ(p.plan_launch({1, 2}, 8 * MiB), Actions{});
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB);
+  EXPECT_EQ(p.resident_bytes(2), 4 * MiB);
+}
+
+// ---- LRU ---------------------------------------------------------------------------------------
+
+TEST(Residency, EvictsTheLeastRecentlyReferencedRegion) {
+  ResidencyPlanner p(small_chunks());
+  for (RegionId id = 1; id <= 5; ++id) p.add_region(id, 4 * MiB);
+  p.plan_launch({1}, 12 * MiB);
+  p.plan_launch({2}, 12 * MiB);
+  p.plan_launch({3}, 12 * MiB);
+  p.plan_launch({1}, 12 * MiB);  // 1 becomes the most recent; 2 is now the oldest
+  EXPECT_EQ(p.plan_launch({4}, 12 * MiB), (Actions{ev(2, 0, 4 * MiB), pf(4, 0, 4 * MiB)}));
+  EXPECT_EQ(p.plan_launch({5}, 12 * MiB), (Actions{ev(3, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB);
+}
+
+TEST(Residency, ReferencingAnOnHostRegionStillRefreshesItsRecency) {
+  ResidencyPlanner p(small_chunks());
+  for (RegionId id = 1; id <= 3; ++id) p.add_region(id, 4 * MiB);
+  p.plan_launch({1, 2}, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);  // 2 is now the least recent
+  EXPECT_EQ(p.plan_launch({3}, 8 * MiB), (Actions{ev(2, 0, 4 * MiB), pf(3, 0, 4 * MiB)}));
+}
+
+TEST(Residency, TiesInOneLaunchAreBrokenByRegionId) {
+  ResidencyPlanner p(small_chunks());
+  for (RegionId id = 1; id <= 4; ++id) p.add_region(id, 4 * MiB);
+  p.plan_launch({3, 1, 2}, 12 * MiB);
+  EXPECT_EQ(p.plan_launch({4}, 12 * MiB), (Actions{ev(1, 0, 4 * MiB), pf(4, 0, 4 * MiB)}));
+  EXPECT_EQ(p.plan_launch({}, 4 * MiB), (Actions{ev(2, 0, 4 * MiB), ev(3, 0, 4 * MiB)}));
+}
+
+TEST(Residency, EvictsFromTheEndOfARegionJustEnough) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 10 * MiB);
+  p.add_region(2, 3 * MiB);
+  p.plan_launch({1}, 10 * MiB);
+  // 3 MiB needed: two 2 MiB chunks, from the end.
+  EXPECT_EQ(p.plan_launch({2}, 10 * MiB), (Actions{ev(1, 6 * MiB, 4 * MiB), pf(2, 0, 3 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(1), 6 * MiB);
+  EXPECT_EQ(p.resident_bytes(), 9 * MiB);
+  // Back to 1: only its missing 4 MiB move; 2 (3 MiB: a 2 MiB chunk and a short 1 MiB one) goes.
+  EXPECT_EQ(p.plan_launch({1}, 10 * MiB), (Actions{ev(2, 0, 3 * MiB), pf(1, 6 * MiB, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+TEST(Residency, ShortLastChunkIsEvictedFirst) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 5 * MiB);  // chunks of 2, 2 and 1 MiB
+  p.plan_launch({1}, 5 * MiB);
+  EXPECT_EQ(p.plan_launch({}, 4 * MiB), (Actions{ev(1, 4 * MiB, 1 * MiB)}));
+  EXPECT_EQ(p.plan_launch({}, 4 * MiB - 1), (Actions{ev(1, 2 * MiB, 2 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(1), 2 * MiB);
+}
+
+TEST(Residency, EvictionSpansSeveralRegionsInLruOrder) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 6 * MiB);
+  p.add_region(3, 8 * MiB);
+  p.plan_launch({1}, 10 * MiB);
+  p.plan_launch({2}, 10 * MiB);
+  // 8 MiB wanted, 0 free: all of 1 (4), then 4 MiB from the end of 2.
+  EXPECT_EQ(p.plan_launch({3}, 10 * MiB), (Actions{ev(1, 0, 4 * MiB), ev(2, 2 * MiB, 4 * MiB), pf(3, 0, 8 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+// ---- chunking with the default 64 MiB chunks -----------------------------------------------------
+
+TEST(Residency, GiBRegionPartialEvictionFreesWholeChunksJustEnough) {
+  ResidencyPlanner p;  // 64 MiB chunks
+  p.add_region(1, 1 * GiB);
+  p.add_region(2, 100 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 1 * GiB), (Actions{pf(1, 0, 1 * GiB)}));
+  // 100 MiB needed: two 64 MiB chunks from the end of the 1 GiB region.
+  EXPECT_EQ(p.plan_launch({2}, 1 * GiB), (Actions{ev(1, 896 * MiB, 128 * MiB), pf(2, 0, 100 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(1), 896 * MiB);
+  EXPECT_EQ(p.resident_bytes(), 996 * MiB);
+  // Back to the big one: only its two missing chunks are prefetched; 2 (64 + 36 MiB) is evicted.
+  EXPECT_EQ(p.plan_launch({1}, 1 * GiB), (Actions{ev(2, 0, 100 * MiB), pf(1, 896 * MiB, 128 * MiB)}));
+  EXPECT_EQ(p.stats().prefetched_bytes, 1 * GiB + 100 * MiB + 128 * MiB);
+  EXPECT_EQ(p.stats().evicted_bytes, 228 * MiB);
+}
+
+TEST(Residency, KernelTouchingARegionLargerThanTheBudgetLeavesItRemote) {
+  ResidencyPlanner p;
+  p.add_region(1, 4 * GiB);
+  p.add_region(2, 512 * MiB);
+  p.plan_launch({2}, 3 * GiB);
+  EXPECT_EQ(p.plan_launch({1}, 3 * GiB), (Actions{remote(1, 4 * GiB)}))
+      << "no eviction either: nothing is brought in";
+  EXPECT_EQ(p.resident_bytes(2), 512 * MiB);
+}
+
+TEST(Residency, SmallChunksEvictOnlyWhatIsNeeded) {
+  ResidencyConfig c;
+  c.chunk_bytes = 2 * MiB;
+  ResidencyPlanner p(c);
+  p.add_region(1, 1 * GiB);
+  p.add_region(2, 3 * MiB);
+  p.plan_launch({1}, 1 * GiB);
+  EXPECT_EQ(p.plan_launch({2}, 1 * GiB), (Actions{ev(1, 1 * GiB - 4 * MiB, 4 * MiB), pf(2, 0, 3 * MiB)}));
+}
+
+// ---- shrinking budget ----------------------------------------------------------------------------
+
+TEST(Residency, ShrinkingBudgetEvictsEvenWithNothingToPrefetch) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.add_region(3, 4 * MiB);
+  p.plan_launch({1}, 12 * MiB);
+  p.plan_launch({2}, 12 * MiB);
+  p.plan_launch({3}, 12 * MiB);
+  EXPECT_EQ(p.plan_launch({3}, 7 * MiB), (Actions{ev(1, 0, 4 * MiB), ev(2, 2 * MiB, 2 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 6 * MiB);
+  EXPECT_EQ(p.plan_launch({3}, 7 * MiB), Actions{}) << "fits now";
+}
+
+TEST(Residency, ShrinkingBelowTheReferencedResidentBytesKeepsThem) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1, 2}, 12 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 6 * MiB), (Actions{ev(2, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB) << "over the budget: 1 is referenced";
+  EXPECT_EQ(p.plan_launch({}, 6 * MiB), (Actions{ev(1, 6 * MiB, 2 * MiB)})) << "the next launch catches up";
+}
+
+// ---- remove_region / mark_on_host ------------------------------------------------------------
+
+TEST(Residency, RemoveRegionFreesItsBudgetImmediately) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.remove_region(1);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.resident_bytes(1), 0u);
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{pf(2, 0, 8 * MiB)}));
+  EXPECT_EQ(p.stats().evicted_bytes, 0u);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), Actions{}) << "removed: unknown now";
+}
+
+TEST(Residency, RemoveUnknownOrNeverReferencedRegionIsHarmless) {
+  ResidencyPlanner p(small_chunks());
+  p.remove_region(42);
+  p.add_region(1, 4 * MiB);
+  p.remove_region(1);
+  p.remove_region(1);
+  p.add_region(2, 4 * MiB);
+  EXPECT_EQ(p.plan_launch({2}, 4 * MiB), (Actions{pf(2, 0, 4 * MiB)}));
+}
+
+TEST(Residency, RemovingRegionsKeepsTheLruListIntact) {
+  ResidencyPlanner p(small_chunks());
+  for (RegionId id = 1; id <= 5; ++id) p.add_region(id, 2 * MiB);
+  for (RegionId id = 1; id <= 4; ++id) p.plan_launch({id}, 8 * MiB);
+  p.remove_region(1);  // head
+  p.remove_region(4);  // tail
+  p.remove_region(3);  // now the tail again
+  EXPECT_EQ(p.resident_bytes(), 2 * MiB);
+  EXPECT_EQ(p.plan_launch({5}, 2 * MiB), (Actions{ev(2, 0, 2 * MiB), pf(5, 0, 2 * MiB)}));
+  p.add_region(1, 2 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 2 * MiB), (Actions{ev(5, 0, 2 * MiB), pf(1, 0, 2 * MiB)}));
+}
+
+TEST(Residency, AddingAKnownIdReplacesTheRegion) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.add_region(1, 4 * MiB);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{pf(1, 0, 4 * MiB)}));
+}
+
+TEST(Residency, MarkOnHostMakesTheRegionNonResident) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.mark_on_host(1);
+  p.mark_on_host(99);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{pf(1, 0, 6 * MiB)}));
+}
+
+TEST(Residency, HostTouchesAreNotPingPong) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0));
+  p.add_region(1, 6 * MiB);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{pf(1, 0, 6 * MiB)})) << i;
+    p.mark_on_host(1);
+  }
+  EXPECT_EQ(p.stats().pingpong_stops, 0u);
+}
+
+// ---- ping-pong -------------------------------------------------------------------------------
+
+// Two 8 MiB regions alternating on an 8 MiB budget: every launch evicts one and brings the other
+// back, so from the third launch on each prefetch is a round trip.
+TEST(Residency, PingPongStopsAfterTheLimitWithinTheWindow) {
+  ResidencyPlanner p(small_chunks(/*limit=*/3, /*window=*/64));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{pf(1, 0, 8 * MiB)}));
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 0, 8 * MiB), pf(2, 0, 8 * MiB)}));
+  for (int trip = 1; trip <= 3; ++trip) {  // three round trips each are allowed
+    EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{ev(2, 0, 8 * MiB), pf(1, 0, 8 * MiB)})) << trip;
+    EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 0, 8 * MiB), pf(2, 0, 8 * MiB)})) << trip;
+  }
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{remote(1, 8 * MiB)})) << "the fourth would exceed 3";
+  EXPECT_TRUE(p.stays_remote(1));
+  EXPECT_FALSE(p.stays_remote(2));
+  EXPECT_EQ(p.stats().pingpong_stops, 1u);
+  // 2 stays on the device from now on, and 1 never moves again.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(p.plan_launch({2}, 8 * MiB), Actions{});
+    EXPECT_EQ(p.plan_launch({1}, 8 * MiB), Actions{});
+  }
+  EXPECT_EQ(p.stats().pingpong_stops, 1u) << "the note is given once";
+  EXPECT_EQ(p.resident_bytes(2), 8 * MiB);
+}
+
+TEST(Residency, PingPongLimitZeroStopsAtTheFirstRoundTrip) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.plan_launch({2}, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{remote(1, 8 * MiB)}));
+}
+
+TEST(Residency, PingPongWindowZeroTurnsDetectionOff) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0, /*window=*/0));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 8 * MiB);
+  for (int i = 0; i < 50; ++i) p.plan_launch({static_cast<RegionId>(1 + i % 2)}, 8 * MiB);
+  EXPECT_EQ(p.stats().pingpong_stops, 0u);
+  EXPECT_EQ(p.stats().prefetched_bytes, 50 * 8 * MiB);
+}
+
+// Regions used round-robin on a budget of one region: each is brought back `n - 1` launches after it
+// was evicted. Limit 0: the first round trip stops a region.
+uint64_t round_robin_stops(uint64_t n, uint64_t window, int launches) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0, window));
+  for (RegionId id = 0; id < n; ++id) p.add_region(id, 8 * MiB);
+  for (int i = 0; i < launches; ++i) p.plan_launch({static_cast<RegionId>(i % n)}, 8 * MiB);
+  return p.stats().pingpong_stops;
+}
+
+TEST(Residency, EvictionOlderThanTheWindowIsNoRoundTrip) {
+  // With 5 regions, a region evicted at launch e comes back at e + 4.
+  EXPECT_EQ(round_robin_stops(5, /*window=*/4, 200), 0u) << "4 launches later is outside a window of 4";
+  // Inside a window of 5: regions 0 to 3 stop on their return; 4 then is never evicted again.
+  EXPECT_EQ(round_robin_stops(5, /*window=*/5, 200), 4u);
+}
+
+TEST(Residency, RoundTripsEachWithinTheWindowButSpreadOutDoNotStop) {
+  // Limit 1, window 5, 5 regions round-robin: every return is a round trip (4 < 5), but a region's
+  // round trips are 5 launches apart, so there is never more than one inside its window.
+  ResidencyPlanner p(small_chunks(/*limit=*/1, /*window=*/5));
+  for (RegionId id = 0; id < 5; ++id) p.add_region(id, 8 * MiB);
+  for (int i = 0; i < 200; ++i) p.plan_launch({static_cast<RegionId>(i % 5)}, 8 * MiB);
+  EXPECT_EQ(p.stats().pingpong_stops, 0u);
+  EXPECT_EQ(p.stats().prefetched_bytes, 200 * 8 * MiB);
+}
+
+TEST(Residency, RoundTripsSpreadBeyondTheWindowDoNotStop) {
+  ResidencyPlanner p(small_chunks(/*limit=*/1, /*window=*/10));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 8 * MiB);
+  auto quick_round_trip_of_1 = [&] {  // 1 is resident: evict it, then bring it straight back
+    p.plan_launch({2}, 8 * MiB);
+    return p.plan_launch({1}, 8 * MiB);
+  };
+  p.plan_launch({1}, 8 * MiB);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(quick_round_trip_of_1(), (Actions{ev(2, 0, 8 * MiB), pf(1, 0, 8 * MiB)})) << i;
+    for (int idle = 0; idle < 10; ++idle) p.plan_launch({}, 8 * MiB);  // the trip ages out
+  }
+  EXPECT_EQ(p.stats().pingpong_stops, 0u);
+  // Two round trips of 1 inside one window exceed the limit of 1.
+  quick_round_trip_of_1();
+  EXPECT_EQ(quick_round_trip_of_1(), (Actions{remote(1, 8 * MiB)}));
+  EXPECT_EQ(p.stats().pingpong_stops, 1u);
+}
+
+TEST(Residency, StoppedRegionKeepsItsChunksUntilRoomIsNeeded) {
+  ResidencyPlanner p(small_chunks(/*limit=*/1));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.add_region(3, 2 * MiB);
+  p.add_region(4, 6 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 4 * MiB, 4 * MiB), pf(2, 0, 4 * MiB)}));
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{ev(2, 0, 4 * MiB), pf(1, 4 * MiB, 4 * MiB)})) << "trip 1";
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 4 * MiB, 4 * MiB), pf(2, 0, 4 * MiB)}));
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{remote(1, 8 * MiB)})) << "trip 2 would exceed 1";
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB) << "its resident half is not moved";
+  // 2 (last used before 1) goes first when room is needed.
+  EXPECT_EQ(p.plan_launch({3}, 8 * MiB), (Actions{ev(2, 2 * MiB, 2 * MiB), pf(3, 0, 2 * MiB)}));
+  EXPECT_EQ(p.plan_launch({4}, 8 * MiB), (Actions{ev(2, 0, 2 * MiB), ev(1, 0, 4 * MiB), pf(4, 0, 6 * MiB)}));
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB), Actions{}) << "never prefetched again";
+  EXPECT_TRUE(p.stays_remote(1));
+  // Freed and allocated again: a fresh region.
+  p.remove_region(1);
+  p.add_region(1, 8 * MiB);
+  EXPECT_FALSE(p.stays_remote(1));
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB), (Actions{pf(1, 0, 8 * MiB)}));
+}
+
+TEST(Residency, StoppedRegionThatIsReferencedKeepsItsChunks) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0));
+  p.add_region(1, 8 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.plan_launch({2}, 8 * MiB);  // evicts half of 1
+  EXPECT_EQ(p.plan_launch({1, 2}, 8 * MiB), Actions{}) << "no room to complete 1: no round trip, no stop";
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{remote(1, 8 * MiB)})) << "the round trip is refused";
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB) << "2 was not evicted for it";
+  EXPECT_EQ(p.plan_launch({1, 2}, 4 * MiB), Actions{})
+      << "both referenced: nothing evicted, and a stopped region gets no too-large note";
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB);
+  EXPECT_EQ(p.stats().too_large, 0u);
+}
+
+// ---- action order and stats -----------------------------------------------------------------
+
+TEST(Residency, EvictionsThenPrefetchesThenNotes) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.add_region(3, 4 * MiB);
+  p.add_region(4, 64 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  EXPECT_EQ(p.plan_launch({4, 3, 2}, 8 * MiB),
+            (Actions{ev(1, 0, 4 * MiB), pf(3, 0, 4 * MiB), pf(2, 0, 4 * MiB), remote(4, 64 * MiB)}));
+}
+
+TEST(Residency, StatsCountBytesStopsAndTooLarge) {
+  ResidencyPlanner p(small_chunks(/*limit=*/0));
+  p.add_region(1, 6 * MiB);
+  p.add_region(2, 6 * MiB);
+  p.add_region(3, 20 * MiB);
+  p.add_region(4, 30 * MiB);
+  p.plan_launch({1}, 10 * MiB);     // +6
+  p.plan_launch({2}, 10 * MiB);     // evicts 2 (the last chunk of 1), +6
+  p.plan_launch({1, 3}, 10 * MiB);  // 1's return is a round trip: stops; 3 too large
+  p.plan_launch({4}, 10 * MiB);     // 4 too large
+  p.plan_launch({3}, 10 * MiB);     // already noted
+  const PlannerStats& s = p.stats();
+  EXPECT_EQ(s.prefetched_bytes, 12 * MiB);
+  EXPECT_EQ(s.evicted_bytes, 2 * MiB);
+  EXPECT_EQ(s.pingpong_stops, 1u);
+  EXPECT_EQ(s.too_large, 2u);
+}
+
+// ---- invariants over a long made-up run -------------------------------------------------------
+
+// Replays the actions on a model of its own and checks, launch after launch: the model agrees with
+// the planner; actions are chunk aligned, in order, and never evict a referenced region; resident
+// bytes stay within the budget unless the referenced regions alone exceed it; and two planners fed
+// the same input agree exactly.
+TEST(Residency, LongRandomRunKeepsTheInvariants) {
+  ResidencyConfig cfg = small_chunks(/*limit=*/2, /*window=*/16);
+  ResidencyPlanner p(cfg), twin(cfg);
+  std::map<RegionId, uint64_t> size, resident;
+  uint64_t state = 12345;
+  auto rnd = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int launch = 0; launch < 3000; ++launch) {
+    const uint64_t op = rnd(20);
+    if (op == 0) {
+      RegionId id = rnd(24);
+      uint64_t bytes = 1 + rnd(24 * MiB);
+      p.add_region(id, bytes);
+      twin.add_region(id, bytes);
+      size[id] = bytes;
+      resident[id] = 0;
+    } else if (op == 1) {
+      RegionId id = rnd(24);
+      p.remove_region(id);
+      twin.remove_region(id);
+      size.erase(id);
+      resident.erase(id);
+    } else if (op == 2) {
+      RegionId id = rnd(24);
+      p.mark_on_host(id);
+      twin.mark_on_host(id);
+      if (resident.count(id)) resident[id] = 0;
+    }
+    std::vector<RegionId> refs;
+    for (uint64_t n = rnd(5); n > 0; --n) refs.push_back(rnd(26));
+    const uint64_t budget = 8 * MiB + rnd(40 * MiB);
+    const Actions got = p.plan_launch(refs, budget);
+    ASSERT_EQ(got, twin.plan_launch(refs, budget)) << "deterministic";
+
+    int phase = 0;
+    for (const Action& a : got) {
+      ASSERT_TRUE(size.count(a.region));
+      const int ph = a.kind == ActionKind::evict_to_host ? 0 : a.kind == ActionKind::prefetch_to_device ? 1 : 2;
+      ASSERT_GE(ph, phase) << "evictions, then prefetches, then notes";
+      phase = ph;
+      const bool is_ref = std::find(refs.begin(), refs.end(), a.region) != refs.end();
+      ASSERT_GT(a.bytes, 0u);
+      if (a.kind == ActionKind::stay_remote) {
+        ASSERT_EQ(a.offset, 0u);
+        ASSERT_EQ(a.bytes, size[a.region]);
+        ASSERT_TRUE(is_ref);
+        continue;
+      }
+      ASSERT_EQ(a.offset % cfg.chunk_bytes, 0u);
+      ASSERT_EQ(a.offset + a.bytes, a.kind == ActionKind::evict_to_host ? resident[a.region] : size[a.region]);
+      if (a.kind == ActionKind::evict_to_host) {
+        ASSERT_FALSE(is_ref) << "a referenced region was evicted";
+        resident[a.region] = a.offset;
+      } else {
+        ASSERT_TRUE(is_ref);
+        ASSERT_EQ(a.offset, resident[a.region]) << "only missing chunks";
+        resident[a.region] = size[a.region];
+      }
+    }
+    uint64_t total = 0, referenced_resident = 0;
+    for (auto& [id, bytes] : resident) {
+      ASSERT_EQ(p.resident_bytes(id), bytes) << "region " << id;
+      total += bytes;
+      if (std::find(refs.begin(), refs.end(), id) != refs.end()) referenced_resident += bytes;
+    }
+    ASSERT_EQ(p.resident_bytes(), total);
+    if (referenced_resident <= budget) {
+      ASSERT_LE(total, budget);
+    } else {
+      ASSERT_EQ(total, referenced_resident) << "everything else was evicted";
+    }
+  }
+  EXPECT_GT(p.stats().prefetched_bytes, 0u);
+  EXPECT_GT(p.stats().evicted_bytes, 0u);
+  EXPECT_GT(p.stats().pingpong_stops, 0u);
+  EXPECT_GT(p.stats().too_large, 0u);
+}
+
+}  // namespace
+}  // namespace gms::policy
