@@ -12,6 +12,35 @@
 namespace gms::entry {
 namespace {
 
+// The definition of `name` in the object `l` itself, if it has one. A link_map is a valid dlsym
+// handle only for an object that dlopen returned: for the program's dependencies, the preloaded
+// libraries and the vDSO its search list is empty and glibc's lookup crashes. dlopen(RTLD_NOLOAD)
+// of the same object gives a proper handle (libc's own dlopen: a sanitizer's interceptor may not be
+// ready when its runtime resolves interceptors through us); objects loaded at startup are never
+// unloaded, and the dlclose balances the count for the others.
+void* defined_in(struct link_map* l, const char* name) {
+  using open_fn = void* (*)(const char*, int);
+  using close_fn = int (*)(void*);
+  static open_fn real_open = [] {
+    void* p = dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
+    return reinterpret_cast<open_fn>(p ? p : dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5"));
+  }();
+  static close_fn real_close = [] {
+    void* p = dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.34");
+    return reinterpret_cast<close_fn>(p ? p : dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.2.5"));
+  }();
+  if (!l->l_name || !l->l_name[0] || !real_open || !real_close) return nullptr;
+  void* h = real_open(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return nullptr;
+  void* p = libc::dlsym(h, name);
+  real_close(h);
+  if (!p) return nullptr;
+  // dlsym on an object also searches its dependencies; keep only a definition in l itself.
+  Dl_info pi;
+  struct link_map* owner = nullptr;
+  return dladdr1(p, &pi, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == l ? p : nullptr;
+}
+
 // RTLD_NEXT means "after the caller", and the caller of the real dlsym would be us. So it is
 // answered here as glibc would: the first object after the caller's in the load order that defines
 // the name. (Sanitizer runtimes resolve their interceptors this way before main.)
@@ -22,12 +51,7 @@ void* next_after(void* caller, const char* name) {
     return libc::dlsym(RTLD_DEFAULT, name);
   }
   for (struct link_map* l = lm->l_next; l; l = l->l_next) {
-    void* p = libc::dlsym(l, name);
-    if (!p) continue;
-    // dlsym on an object also searches its dependencies; keep only a definition in l itself.
-    Dl_info pi;
-    struct link_map* owner = nullptr;
-    if (dladdr1(p, &pi, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == l) return p;
+    if (void* p = defined_in(l, name)) return p;
   }
   return nullptr;
 }
