@@ -177,7 +177,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
 
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
               CUresult (*real_free)(void*), void* ctx) {
-  auto region = observe::region_at(static_cast<uintptr_t>(p));
+  // Out of the registry before the real free: see observe::region_release.
+  auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region && region->kind == MemKind::managed) residency_forget(region->base);
   CUresult r;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
@@ -185,7 +186,10 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
       // The program may still have work queued on the stream that uses this memory.
       r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
                      : call_real(GMS_REAL(cuStreamSynchronize), stream);
-      if (r != CUDA_SUCCESS) return r;
+      if (r != CUDA_SUCCESS) {
+        observe::region_released(family, false, static_cast<uintptr_t>(p), region);
+        return r;
+      }
     }
     r = region->placement == Placement::pinned
             ? call_real(GMS_REAL(cuMemFreeHost), reinterpret_cast<void*>(region->host_alias))
@@ -193,7 +197,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   } else {
     r = real_free(ctx);
   }
-  observe::region_free(family, r == CUDA_SUCCESS, static_cast<uintptr_t>(p));
+  observe::region_released(family, r == CUDA_SUCCESS, static_cast<uintptr_t>(p), region);
   return r;
 }
 

@@ -44,14 +44,22 @@ void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, 
   account(r, +1);
 }
 
-void region_free(Family f, bool ok, uintptr_t base) {
+std::optional<Region> region_release(uintptr_t base) {
+  if (base == 0) return std::nullopt;
+  ShimScope scope;
+  return cuda_regions().erase(base);
+}
+
+void region_released(Family f, bool ok, uintptr_t base, const std::optional<Region>& r) {
   Stats& s = runtime_stats();
   if (!ok || base == 0) {
+    if (r) {
+      ShimScope scope;
+      cuda_regions().insert(*r);  // the free failed: the region lives on
+    }
     s.call(f, 0, ok);
     return;
   }
-  ShimScope scope;
-  auto r = cuda_regions().erase(base);
   if (!r) {
     s.call(f, 0, ok);
     s.anomaly(Anomaly::unknown_frees);
@@ -60,6 +68,10 @@ void region_free(Family f, bool ok, uintptr_t base) {
   s.call(f, r->size, ok);
   s.live_sub(r->kind, r->size);
   account(*r, -1);
+}
+
+void region_free(Family f, bool ok, uintptr_t base) {
+  region_released(f, ok, base, ok ? region_release(base) : std::nullopt);
 }
 
 void vmm_unmap(bool ok, uintptr_t base, size_t size) {

@@ -17,6 +17,11 @@ namespace gms::observe {
 void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, Origin origin, int device,
                   uint32_t flags, Placement placement = Placement::passthrough, uintptr_t host_alias = 0);
 void region_free(Family f, bool ok, uintptr_t base);
+// A free in two steps around the real call: the region leaves the registry before it (once the
+// driver has the memory back, another thread may be handed the same address and must not find, or
+// later lose, this region), and comes back if the free failed. region_free is both at once.
+std::optional<Region> region_release(uintptr_t base);
+void region_released(Family f, bool ok, uintptr_t base, const std::optional<Region>& released);
 // The live region that starts exactly at base, if any.
 std::optional<Region> region_at(uintptr_t base);
 void vmm_unmap(bool ok, uintptr_t base, size_t size);

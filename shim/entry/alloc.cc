@@ -120,8 +120,9 @@ GMS_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
 
 GMS_EXPORT CUresult cuMemFreeHost(void* p) {
   GMS_NESTED(cuMemFreeHost, p);
+  auto released = observe::region_release(addr(p));  // before the driver can reuse the address
   CUresult r = call_real(GMS_REAL(cuMemFreeHost), p);
-  observe::region_free(Family::host_free, ok(r), addr(p));
+  observe::region_released(Family::host_free, ok(r), addr(p), released);
   return r;
 }
 
