@@ -15,8 +15,16 @@ nvcc -O2 -arch=sm_90 $P/s4_managed.cu -o "$B/s4_managed" >>"$LOG" 2>&1 || { echo
 
 row() { printf '%-58s %s\n' "$1" "$2" | tee -a "$OUT/placement_table.txt"; }
 : >"$OUT/placement_table.txt"
-shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=32G GPUMEMSHIM_STATS="$OUT/stats-%p.json" "$@"; }
-run() { echo "+ $*" >>"$LOG"; timeout 300 "$@" 2>>"$LOG" | tail -1 | tee -a "$LOG"; }
+# `run shim ...` runs under the shim; `run ...` without it. Managed memory is always capped.
+run() {
+  local pre=()
+  if [ "$1" = shim ]; then
+    shift
+    pre=(env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=32G GPUMEMSHIM_STATS="$OUT/stats-%p.json")
+  fi
+  echo "+ ${pre[*]} $*" >>"$LOG"
+  timeout 300 "${pre[@]}" "$@" 2>>"$LOG" | tail -1 | tee -a "$LOG"
+}
 
 echo "== S4: 4 GiB managed, CPU-initialised, one kernel" | tee -a "$OUT/placement_table.txt"
 for i in 1 2; do
