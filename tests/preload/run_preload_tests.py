@@ -45,6 +45,7 @@ ANOMALIES = ["stale_regions", "unknown_frees", "unrouted_entry_points"]
 class Config:
     shim = None
     fake_dir = None
+    old_fake_dir = None
     bin_dir = None
     sanitize = ""
     sanitizer_runtime = None
@@ -274,10 +275,10 @@ class PreloadCase(unittest.TestCase):
             self.fail(f"{path} is not built")
         return path
 
-    def base_env(self):
+    def base_env(self, fake_dir=None):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMSHIM_") and k != "LD_PRELOAD"}
         old = env.get("LD_LIBRARY_PATH")
-        env["LD_LIBRARY_PATH"] = Config.fake_dir + (":" + old if old else "")
+        env["LD_LIBRARY_PATH"] = (fake_dir or Config.fake_dir) + (":" + old if old else "")
         # The stand-in driver never frees its bookkeeping, and some programs keep memory to the end.
         env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:" + env.get("ASAN_OPTIONS", "")
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:" + env.get("UBSAN_OPTIONS", "")
@@ -290,10 +291,10 @@ class PreloadCase(unittest.TestCase):
         libs.append(Config.shim)
         return ":".join(libs)
 
-    def run_program(self, name, *args, env=None, shim=True, expect_rc=0, timeout=180):
+    def run_program(self, name, *args, env=None, shim=True, expect_rc=0, timeout=180, fake_dir=None):
         tmp = tempfile.mkdtemp(prefix="gms-preload-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        e = self.base_env()
+        e = self.base_env(fake_dir or (Config.old_fake_dir if name == "old_driver" else None))
         cmd = [self.program(name)]
         if shim:
             e["LD_PRELOAD"] = self.preload_list()
@@ -360,7 +361,7 @@ class PreloadCase(unittest.TestCase):
 # ---- the tests --------------------------------------------------------------------------------------------
 
 ALL_PROGRAMS = ["direct", "direct_ptds", "dlopen", "procaddr", "rtld_next", "old_dlsym", "threads", "fork",
-                "host", "bad_input"]
+                "host", "bad_input", "old_driver"]
 
 
 class PreloadBaseline(PreloadCase):
@@ -645,6 +646,23 @@ class PreloadBadInput(PreloadCase):
         self.assertEqual(run.stats, {})
 
 
+class PreloadOldDriver(PreloadCase):
+    """(j) A CUDA 12.6 driver (no batch copies) under the shim: lookups stay honest."""
+
+    def test_old_driver(self):
+        run = self.run_program("old_driver")
+        e = Expect().workload(64 * KiB)
+        e.workload(64 * KiB)
+        self.assert_stats(self.only_stats(run), e)
+        self.assert_quiet(run)
+
+    def test_new_program_on_old_driver(self):
+        # Linked against the CUDA 13.0 stand-in, run on the 12.6 one: the program only uses what
+        # the older driver has, so it runs, under the shim (which exports more) as without it.
+        run = self.run_program("direct", fake_dir=Config.old_fake_dir)
+        self.assert_stats(self.only_stats(run), Expect().workload(64 * KiB))
+
+
 # ---- entry point ------------------------------------------------------------------------------------------
 
 def sanitizer_runtime(sanitize, given):
@@ -664,16 +682,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shim", required=True, help="path of libgpumemshim.so")
     parser.add_argument("--fake-dir", required=True, help="directory holding the stand-in libcuda.so.1")
+    parser.add_argument("--old-fake-dir", default=None,
+                        help="directory holding the stand-in built as a CUDA 12.6 driver (default: fakecuda-12.6 next to --fake-dir)")
     parser.add_argument("--bin-dir", required=True, help="directory holding the preload_* programs")
     parser.add_argument("--sanitize", default=None, help="GMS_SANITIZE of the build (default: $GMS_SANITIZE)")
     parser.add_argument("--sanitizer-runtime", default=None, help="runtime to preload first (found with gcc if not given)")
     args, rest = parser.parse_known_args()
     Config.shim = os.path.realpath(args.shim)
     Config.fake_dir = os.path.realpath(args.fake_dir)
+    Config.old_fake_dir = os.path.realpath(args.old_fake_dir or os.path.join(Config.fake_dir, "..", "fakecuda-12.6"))
     Config.bin_dir = os.path.realpath(args.bin_dir)
     Config.sanitize = (args.sanitize if args.sanitize is not None else os.environ.get("GMS_SANITIZE", "")).strip()
     Config.sanitizer_runtime = sanitizer_runtime(Config.sanitize, args.sanitizer_runtime or None)
-    for path in (Config.shim, os.path.join(Config.fake_dir, "libcuda.so.1")):
+    for path in (Config.shim, os.path.join(Config.fake_dir, "libcuda.so.1"),
+                 os.path.join(Config.old_fake_dir, "libcuda.so.1")):
         if not os.path.exists(path):
             sys.exit(f"{path} does not exist: build first")
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

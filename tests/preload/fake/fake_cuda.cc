@@ -10,6 +10,12 @@
 //   library is linked with -Bsymbolic), so a preloaded shim sees each program call exactly once.
 // - Every implementation counts the calls that reach it, by its exported name: fake_cuda_calls().
 // - cuGetProcAddress answers from proc_table.def the way the real driver does.
+// - Built with FAKE_CUDA_DRIVER_VERSION (e.g. 12060) it stands for an older driver: it reports that
+//   version, cuGetProcAddress knows nothing newer, and the link hides the newer implementations
+//   (old_driver.map), as an older libcuda.so.1 simply lacks them.
+#ifndef FAKE_CUDA_DRIVER_VERSION
+#define FAKE_CUDA_DRIVER_VERSION 13000
+#endif
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -469,7 +475,7 @@ CUresult proc_address(const char* symbol, void** pfn, int version, cuuint64_t fl
   const Proc* best = nullptr;
   bool known = false;
   for (const Proc& p : kProcs) {
-    if (std::strcmp(p.base, symbol) != 0) continue;
+    if (p.version > FAKE_CUDA_DRIVER_VERSION || std::strcmp(p.base, symbol) != 0) continue;
     known = true;
     if (p.version <= version && (!best || p.version > best->version)) best = &p;
   }
@@ -534,7 +540,7 @@ FAKE_IMPL(cuInit)(unsigned int flags) {
 FAKE_IMPL(cuDriverGetVersion)(int* v) {
   count(k_cuDriverGetVersion);
   if (!v) return CUDA_ERROR_INVALID_VALUE;
-  *v = 13000;
+  *v = FAKE_CUDA_DRIVER_VERSION;
   return CUDA_SUCCESS;
 }
 
