@@ -99,6 +99,7 @@ bool from_bootstrap_pool(const void* p) {
 }
 
 void* dlsym(void* handle, const char* name) { return real_dlsym()(handle, name); }
+void* real_dlsym_address() { return reinterpret_cast<void*>(real_dlsym()); }
 
 void* malloc(size_t n) {
   auto f = real_malloc();

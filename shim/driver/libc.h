@@ -24,6 +24,7 @@ int madvise(void* addr, size_t len, int advice);
 
 // The real dlsym (GLIBC_2.34, else GLIBC_2.2.5), never our override.
 void* dlsym(void* handle, const char* name);
+void* real_dlsym_address();
 
 bool from_bootstrap_pool(const void* p);
 

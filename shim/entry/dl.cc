@@ -80,16 +80,59 @@ CUresult routed_proc_address(CUresult r, const char* symbol, void** pfn) {
 using namespace gms;
 using namespace gms::entry;
 
+// dlsym itself. RTLD_NEXT is answered relative to the caller's object, which glibc finds from the
+// return address: so for every name the shim does not route (everything but "cu..."), the stub
+// jumps straight into glibc's dlsym with the program's own return address still on the stack, and
+// glibc answers exactly as without the shim. (Sanitizer runtimes resolve all their interceptors
+// this way before their own initialisation is done: no shim code runs on that path.) Driver names,
+// and every other handle, go to lookup().
+extern "C" __attribute__((visibility("hidden"))) void* gms_rtld_next_target(const char* name) {
+  if (name && name[0] == 'c' && name[1] == 'u') return nullptr;
+  return libc::real_dlsym_address();
+}
+extern "C" __attribute__((visibility("hidden"))) void* gms_dlsym_lookup(void* handle, const char* name, void* caller) {
+  return lookup(handle, name, caller);
+}
+
 // Programs built against glibc >= 2.34 bind dlsym@GLIBC_2.34, older ones dlsym@GLIBC_2.2.5; both
-// must land here (libgpumemshim.map defines the two version nodes).
-extern "C" __attribute__((visibility("default"), noinline)) void* gms_dlsym_2_34(void* handle, const char* name) {
+// land here (libgpumemshim.map defines the two version nodes).
+#if defined(__x86_64__)
+__asm__(R"(
+    .macro GMS_DLSYM_STUB name
+    .text
+    .p2align 4
+    .globl \name
+    .type \name, @function
+\name:
+    cmpq $-1, %rdi                  # RTLD_NEXT
+    jne 2f
+    pushq %rdi
+    pushq %rsi
+    subq $8, %rsp                   # 16-byte stack alignment for the call
+    movq %rsi, %rdi
+    call gms_rtld_next_target
+    addq $8, %rsp
+    popq %rsi
+    popq %rdi
+    testq %rax, %rax
+    jz 2f
+    jmp *%rax                       # glibc's dlsym, called as if by the program
+2:
+    movq (%rsp), %rdx               # the caller's return address
+    jmp gms_dlsym_lookup
+    .size \name, .-\name
+    .endm
+    GMS_DLSYM_STUB gms_dlsym_2_34
+    GMS_DLSYM_STUB gms_dlsym_2_2_5
+    .symver gms_dlsym_2_34, dlsym@@GLIBC_2.34
+    .symver gms_dlsym_2_2_5, dlsym@GLIBC_2.2.5
+)");
+#else
+// Elsewhere (not built or tested by the project yet): RTLD_NEXT goes through the emulation.
+extern "C" __attribute__((visibility("default"), noinline)) void* dlsym(void* handle, const char* name) {
   return lookup(handle, name, __builtin_return_address(0));
 }
-extern "C" __attribute__((visibility("default"), noinline)) void* gms_dlsym_2_2_5(void* handle, const char* name) {
-  return lookup(handle, name, __builtin_return_address(0));
-}
-__asm__(".symver gms_dlsym_2_34, dlsym@@GLIBC_2.34");
-__asm__(".symver gms_dlsym_2_2_5, dlsym@GLIBC_2.2.5");
+#endif
 
 GMS_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   CUresult r = call_real(GMS_REAL(cuGetProcAddress), symbol, pfn, version, flags);
