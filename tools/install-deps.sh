@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
-# Installs what building and testing gpumemshim needs, from Debian's packages, if it is missing.
-# The CUDA toolkit (nvcc, cuda.h, CUPTI) is expected to be installed already: it is not a Debian
-# package here. Safe to run again: it installs only what is absent.
-set -euo pipefail
+# Installs what building (and, with --tests, testing) gpumemshim needs from Debian's packages, when
+# it is missing and we are root. Checks what is usable (commands on PATH, headers), not package
+# names, so toolchains installed any other way count. Optional pieces (libunwind for call sites,
+# valgrind for instruction counts) are installed when possible and skipped with a note when not.
+# The CUDA toolkit (cuda.h, nvcc) must already be installed: it is not a Debian package here.
+set -uo pipefail
 
-need=()
-have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
-for pkg in cmake ninja-build g++ pkg-config libgtest-dev libunwind-dev python3 valgrind; do
-  have_pkg "$pkg" || need+=("$pkg")
-done
+want_tests=0
+[[ ${1:-} == --tests ]] && want_tests=1
 
-if ((${#need[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "gpumemshim: missing packages: ${need[*]}; run: sudo apt-get install -y ${need[*]}" >&2
+required=() optional=()
+command -v cmake >/dev/null || required+=(cmake)
+command -v ninja >/dev/null || required+=(ninja-build)
+command -v g++ >/dev/null || required+=(g++)
+command -v pkg-config >/dev/null || optional+=(pkg-config)
+pkg-config --exists libunwind 2>/dev/null || optional+=(libunwind-dev)
+if ((want_tests)); then
+  command -v python3 >/dev/null || required+=(python3)
+  [[ -f /usr/include/gtest/gtest.h ]] || required+=(libgtest-dev)
+  command -v valgrind >/dev/null || optional+=(valgrind)
+fi
+
+install() {
+  [[ $(id -u) -eq 0 ]] || return 1
+  export DEBIAN_FRONTEND=noninteractive
+  if [[ -z ${apt_updated:-} ]]; then
+    apt-get update -qq >/dev/null 2>&1 || return 1
+    apt_updated=1
+  fi
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1
+}
+
+if ((${#required[@]})); then
+  echo "gpumemshim: installing ${required[*]}" >&2
+  if ! install "${required[@]}"; then
+    echo "gpumemshim: missing ${required[*]} and could not install them; run as root: apt-get install -y ${required[*]}" >&2
     exit 1
   fi
-  echo "gpumemshim: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ((${#optional[@]})); then
+  install "${optional[@]}" ||
+    echo "gpumemshim: optional ${optional[*]} not installed (call sites / instruction counts are off without them)" >&2
 fi
 
-if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  echo "gpumemshim: nvcc is at /usr/local/cuda/bin but not on PATH; the build scripts add it" >&2
-fi
 if [[ ! -f /usr/local/cuda/include/cuda.h ]] && ! command -v nvcc >/dev/null 2>&1; then
   echo "gpumemshim: the CUDA toolkit (cuda.h, nvcc) is required: install CUDA 12.8 or newer" >&2
   exit 1
 fi
+exit 0

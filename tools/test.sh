@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
 
-tools/install-deps.sh
+tools/install-deps.sh --tests
 jobs=$(nproc)
 
 configure_and_build() {
