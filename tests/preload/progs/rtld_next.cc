@@ -17,7 +17,7 @@ using free_fn = void (*)(void*);
 
 int main(int argc, char** argv) {
   bool shim = preload::has_arg(argc, argv, "--shim");
-  bool asan = preload::has_arg(argc, argv, "--asan");
+  bool sanitizer_malloc = preload::has_arg(argc, argv, "--sanitizer-malloc");
   size_t n = 64 * 1024;
   constexpr size_t MiB = 1 << 20;
 
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   auto my_realloc = reinterpret_cast<realloc_fn>(dlsym(RTLD_NEXT, "realloc"));
   auto my_free = reinterpret_cast<free_fn>(dlsym(RTLD_NEXT, "free"));
   CHECK(my_malloc && my_calloc && my_realloc && my_free);
-  if (shim && !asan) {
+  if (shim && !sanitizer_malloc) {
     CHECK(preload::in_shim(reinterpret_cast<void*>(my_malloc)));
     CHECK(preload::in_shim(reinterpret_cast<void*>(my_free)));
   }
