@@ -52,10 +52,24 @@ const std::vector<Param>& layout(State& s, CUfunction f) {
   auto it = s.layouts.find(f);
   if (it != s.layouts.end()) return it->second;
   std::vector<Param> params;
+  // The CUDA runtime launches library-managed kernels: a CUkernel handle passed where a CUfunction
+  // goes, which cuFuncGetParamInfo does not accept. Ask the one that answers for index 0.
+  bool as_kernel = false;
+  size_t off = 0, size = 0;
+  if (call_real(GMS_REAL(cuFuncGetParamInfo), f, size_t{0}, &off, &size) != CUDA_SUCCESS) {
+    as_kernel = call_real(GMS_REAL(cuKernelGetParamInfo), reinterpret_cast<CUkernel>(f), size_t{0}, &off, &size) ==
+                CUDA_SUCCESS;
+  }
   for (size_t i = 0; i < 4096; ++i) {
-    size_t off = 0, size = 0;
-    if (call_real(GMS_REAL(cuFuncGetParamInfo), f, i, &off, &size) != CUDA_SUCCESS) break;
+    CUresult r = as_kernel ? call_real(GMS_REAL(cuKernelGetParamInfo), reinterpret_cast<CUkernel>(f), i, &off, &size)
+                           : call_real(GMS_REAL(cuFuncGetParamInfo), f, i, &off, &size);
+    if (r != CUDA_SUCCESS) break;
     params.push_back(Param{static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+  }
+  if (params.empty() && log_enabled(LogLevel::debug)) {
+    Line l;
+    l.str("no parameter layout for function ").hex(reinterpret_cast<uintptr_t>(f)).str(": its launches are not scanned");
+    log(LogLevel::debug, l);
   }
   return s.layouts.emplace(f, std::move(params)).first->second;
 }
@@ -152,6 +166,12 @@ void before_launch(CUfunction f, void** params, void** extra, CUstream stream, b
     policy::ResidencyPlanner& p = planner(s, dev);
     actions = p.plan_launch(referenced, used < limit ? limit - used : 0);
     ledger().set_resident(dev, p.resident_bytes());
+    if (log_enabled(LogLevel::debug)) {
+      Line l;
+      l.str("launch on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
+          .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used);
+      log(LogLevel::debug, l);
+    }
   }
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};

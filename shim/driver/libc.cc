@@ -49,46 +49,63 @@ dlsym_fn real_dlsym() {
   return f;
 }
 
-// One slot per real function. `resolving` marks a thread that is inside dlsym for the allocator:
-// its allocations come from the pool.
+// One slot per real function, all resolved in one pass the first time any is needed. dlsym
+// allocates and frees while it resolves, and those nested calls must find either a resolved
+// function or the bootstrap answer (the pool, "not tracked"), never a slot half way through:
+// the first large free() once resolved malloc_usable_size, dlsym freed its old error string, and
+// the nested free() called through the empty slot. `t_resolving` marks the thread doing the pass.
 thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false;
 
-template <typename F>
-F resolve(std::atomic<F>& slot, const char* name) {
-  F f = slot.load(std::memory_order_acquire);
-  if (f) return f;
-  if (t_resolving) return nullptr;
+#define GMS_LIBC_FUNCTIONS(X)                           \
+  X(malloc, void*, (size_t))                            \
+  X(free, void, (void*))                                \
+  X(calloc, void*, (size_t, size_t))                    \
+  X(realloc, void*, (void*, size_t))                    \
+  X(reallocarray, void*, (void*, size_t, size_t))       \
+  X(posix_memalign, int, (void**, size_t, size_t))      \
+  X(aligned_alloc, void*, (size_t, size_t))             \
+  X(memalign, void*, (size_t, size_t))                  \
+  X(malloc_usable_size, size_t, (void*))                \
+  X(mmap, void*, (void*, size_t, int, int, int, off_t)) \
+  X(munmap, int, (void*, size_t))                       \
+  X(mremap, void*, (void*, size_t, size_t, int, ...))   \
+  X(madvise, int, (void*, size_t, int))
+
+#define GMS_SLOT(name, ret, params) \
+  using name##_fn = ret(*) params;  \
+  std::atomic<name##_fn> g_##name{nullptr};
+GMS_LIBC_FUNCTIONS(GMS_SLOT)
+#undef GMS_SLOT
+
+void resolve_all() {
+  if (t_resolving) return;
   t_resolving = true;
-  f = reinterpret_cast<F>(real_dlsym()(RTLD_NEXT, name));
-  t_resolving = false;
-  if (!f) {
-    static const char kMsg[] = "gpumemshim: cannot find the real libc function; giving up\n";
-    (void)!::write(2, kMsg, sizeof(kMsg) - 1);
-    std::abort();
+  dlsym_fn d = real_dlsym();
+#define GMS_RESOLVE(name, ret, params)                                                       \
+  if (!g_##name.load(std::memory_order_acquire)) {                                           \
+    auto f = reinterpret_cast<name##_fn>(d(RTLD_NEXT, #name));                               \
+    if (!f) {                                                                                \
+      static const char kMsg[] = "gpumemshim: cannot find the real " #name "; giving up\n"; \
+      (void)!::write(2, kMsg, sizeof(kMsg) - 1);                                             \
+      std::abort();                                                                          \
+    }                                                                                        \
+    g_##name.store(f, std::memory_order_release);                                            \
   }
-  slot.store(f, std::memory_order_release);
-  return f;
+  GMS_LIBC_FUNCTIONS(GMS_RESOLVE)
+#undef GMS_RESOLVE
+  t_resolving = false;
 }
 
-#define GMS_REAL(name, ret, params)                   \
-  using name##_fn = ret(*) params;                    \
-  std::atomic<name##_fn> g_##name{nullptr};           \
-  inline name##_fn real_##name() { return resolve(g_##name, #name); }
-
-GMS_REAL(malloc, void*, (size_t))
-GMS_REAL(free, void, (void*))
-GMS_REAL(calloc, void*, (size_t, size_t))
-GMS_REAL(realloc, void*, (void*, size_t))
-GMS_REAL(reallocarray, void*, (void*, size_t, size_t))
-GMS_REAL(posix_memalign, int, (void**, size_t, size_t))
-GMS_REAL(aligned_alloc, void*, (size_t, size_t))
-GMS_REAL(memalign, void*, (size_t, size_t))
-GMS_REAL(malloc_usable_size, size_t, (void*))
-GMS_REAL(mmap, void*, (void*, size_t, int, int, int, off_t))
-GMS_REAL(munmap, int, (void*, size_t))
-GMS_REAL(mremap, void*, (void*, size_t, size_t, int, ...))
-GMS_REAL(madvise, int, (void*, size_t, int))
-#undef GMS_REAL
+// nullptr only on the thread inside resolve_all().
+#define GMS_ACCESSOR(name, ret, params)                     \
+  inline name##_fn real_##name() {                          \
+    name##_fn f = g_##name.load(std::memory_order_acquire); \
+    if (__builtin_expect(f != nullptr, 1)) return f;        \
+    resolve_all();                                          \
+    return g_##name.load(std::memory_order_acquire);        \
+  }
+GMS_LIBC_FUNCTIONS(GMS_ACCESSOR)
+#undef GMS_ACCESSOR
 
 }  // namespace
 
@@ -130,7 +147,9 @@ void* realloc(void* p, size_t n) {
     }
     return q;
   }
-  return real_realloc()(p, n);
+  auto f = real_realloc();
+  // Empty only while resolving, when every block (so p, if any) comes from the pool: handled above.
+  return f ? f(p, n) : pool_alloc(n);
 }
 
 void* reallocarray(void* p, size_t n, size_t size) { return real_reallocarray()(p, n, size); }
@@ -144,7 +163,8 @@ void* memalign(size_t align, size_t n) {
 
 size_t malloc_usable_size(void* p) {
   if (!p || from_bootstrap_pool(p)) return 0;
-  return real_malloc_usable_size()(p);
+  auto f = real_malloc_usable_size();
+  return f ? f(p) : 0;  // while resolving: a block of dlsym's own, never a tracked one
 }
 
 void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {

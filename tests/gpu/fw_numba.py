@@ -17,7 +17,13 @@ allocate), reductions, pinned/mapped arrays.
 """
 import gc
 import hashlib
+import os
 import sys
+
+# numba queues frees and issues them once more than this many are pending (10 by default): on the
+# H100 a run of 10 iterations freed 11 buffers and a run of 20 freed 33 (flushes at 11, 22, 33),
+# whatever the script did. 0: every free is issued at once, so the per-iteration count is exact.
+os.environ["NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT"] = "0"
 
 import numpy as np
 
@@ -53,9 +59,6 @@ def main():
         d_y = cuda.device_array_like(d_x)
         axpb[blocks, THREADS](d_x, d_y, a, b)
         y = d_y.copy_to_host()
-        # Free both now. Dropping the last reference is not enough: on the H100 a run of 10
-        # iterations freed 11 buffers and a run of 20 freed 33 (numba keeps some alive longer), so
-        # the per-iteration count would not be exact. free() queues the cuMemFree; clear() issues it.
         d_x.gpu_data.free()
         d_y.gpu_data.free()
         del d_x, d_y
