@@ -82,7 +82,7 @@ bool used_cuda() {
   for (int i = 0; i < kFamilyCount; ++i) {
     auto f = static_cast<Family>(i);
     if (f == Family::host_block_alloc || f == Family::host_block_free) continue;
-    if (g_stats.family(f).calls.load(std::memory_order_relaxed) != 0) return true;
+    if (g_stats.family(f).calls != 0) return true;
   }
   return false;
 }

@@ -13,22 +13,31 @@ void emit(int fd, Line& l) {
   l.clear();
 }
 
-void text_row(int fd, const char* name, const CallCounter& c, bool with_errors) {
-  if (load(c.calls) == 0) return;
+void text_row(int fd, const char* name, const Tally& c, bool with_errors) {
+  if (c.calls == 0) return;
   Line l;
-  l.str("  ").str(name).pad_to(24).u64(load(c.calls)).pad_to(40);
-  l.bytes(load(c.bytes));
-  if (with_errors && load(c.errors) != 0) l.pad_to(56).u64(load(c.errors)).str(" failed");
+  l.str("  ").str(name).pad_to(24).u64(c.calls).pad_to(40);
+  l.bytes(c.bytes);
+  if (with_errors && c.errors != 0) l.pad_to(56).u64(c.errors).str(" failed");
   emit(fd, l);
 }
 
-void json_counter(Line& l, const char* name, const CallCounter& c, bool with_errors, bool last) {
-  l.str("    \"").str(name).str("\": {\"calls\": ").u64(load(c.calls)).str(", \"bytes\": ").u64(load(c.bytes));
-  if (with_errors) l.str(", \"errors\": ").u64(load(c.errors));
+void json_counter(Line& l, const char* name, const Tally& c, bool with_errors, bool last) {
+  l.str("    \"").str(name).str("\": {\"calls\": ").u64(c.calls).str(", \"bytes\": ").u64(c.bytes);
+  if (with_errors) l.str(", \"errors\": ").u64(c.errors);
   l.str(last ? "}" : "},");
 }
 
 }  // namespace
+
+Tally Stats::family(Family f) const {
+  Tally t = read(family_[static_cast<int>(f)]);
+  if (f == Family::launch) {
+    for (const auto& n : launches_) t.calls += load(n);
+    t.calls += t.errors;
+  }
+  return t;
+}
 
 void Stats::live_add(MemKind k, uint64_t bytes) {
   int i = static_cast<int>(k);
@@ -76,7 +85,7 @@ void Stats::print_text(int fd) const {
   GMS_HOST_KINDS(GMS_ROW)
 #undef GMS_ROW
   bool any_decision = false;
-  for (const auto& c : decision_) any_decision |= load(c.calls) != 0;
+  for (int i = 0; i < kDecisionCount; ++i) any_decision |= decision(static_cast<Decision>(i)).calls != 0;
   if (any_decision) {
     l.str("  placement and residency decisions");
     emit(fd, l);

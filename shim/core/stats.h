@@ -81,30 +81,45 @@ struct CallCounter {
   std::atomic<uint64_t> errors{0};  // calls that returned an error
 };
 
+// A counter as read: plain numbers.
+struct Tally {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  uint64_t errors = 0;
+};
+
 // Relaxed atomics throughout: these are tallies read once at exit, not synchronisation.
 class Stats {
  public:
   void call(Family f, uint64_t bytes, bool ok) {
     auto& c = family_[static_cast<int>(f)];
     c.calls.fetch_add(1, std::memory_order_relaxed);
-    if (ok) {
-      c.bytes.fetch_add(bytes, std::memory_order_relaxed);
-    } else {
+    if (!ok) {
       c.errors.fetch_add(1, std::memory_order_relaxed);
+    } else if (bytes != 0) {
+      c.bytes.fetch_add(bytes, std::memory_order_relaxed);
     }
   }
   void copy(Direction d, uint64_t bytes) { add(direction_[static_cast<int>(d)], bytes); }
   void copy_host(HostKind k, uint64_t bytes) { add(host_kind_[static_cast<int>(k)], bytes); }
   void decision(Decision d, uint64_t bytes) { add(decision_[static_cast<int>(d)], bytes); }
-  void launch(LaunchKind k) { launches_[static_cast<int>(k)].fetch_add(1, std::memory_order_relaxed); }
+  // One atomic per launch, the hottest hook: the launch family's call count is derived when read
+  // (successful launches by kind, plus failures).
+  void launch(LaunchKind k, bool ok) {
+    if (ok) {
+      launches_[static_cast<int>(k)].fetch_add(1, std::memory_order_relaxed);
+    } else {
+      family_[static_cast<int>(Family::launch)].errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   void anomaly(Anomaly a, uint64_t n = 1) { anomalies_[static_cast<int>(a)].fetch_add(n, std::memory_order_relaxed); }
   void live_add(MemKind k, uint64_t bytes);
   void live_sub(MemKind k, uint64_t bytes);
 
-  const CallCounter& family(Family f) const { return family_[static_cast<int>(f)]; }
-  const CallCounter& direction(Direction d) const { return direction_[static_cast<int>(d)]; }
-  const CallCounter& host_kind(HostKind k) const { return host_kind_[static_cast<int>(k)]; }
-  const CallCounter& decision(Decision d) const { return decision_[static_cast<int>(d)]; }
+  Tally family(Family f) const;
+  Tally direction(Direction d) const { return read(direction_[static_cast<int>(d)]); }
+  Tally host_kind(HostKind k) const { return read(host_kind_[static_cast<int>(k)]); }
+  Tally decision(Decision d) const { return read(decision_[static_cast<int>(d)]); }
   uint64_t launches(LaunchKind k) const { return launches_[static_cast<int>(k)].load(std::memory_order_relaxed); }
   uint64_t anomalies(Anomaly a) const { return anomalies_[static_cast<int>(a)].load(std::memory_order_relaxed); }
   uint64_t live(MemKind k) const { return live_[static_cast<int>(k)].load(std::memory_order_relaxed); }
@@ -117,6 +132,10 @@ class Stats {
   void print_json(int fd, long pid) const;
 
  private:
+  static Tally read(const CallCounter& c) {
+    return {c.calls.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed),
+            c.errors.load(std::memory_order_relaxed)};
+  }
   static void add(CallCounter& c, uint64_t bytes) {
     c.calls.fetch_add(1, std::memory_order_relaxed);
     c.bytes.fetch_add(bytes, std::memory_order_relaxed);

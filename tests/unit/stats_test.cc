@@ -79,7 +79,7 @@ TEST(Stats, PeakTracksTheHighWaterMarkAndLiveNeverWraps) {
 TEST(Stats, ResetKeepsLiveButForgetsCounts) {
   Stats s;
   s.call(Family::memcpy, 10, true);
-  s.launch(LaunchKind::graph);
+  s.launch(LaunchKind::graph, true);
   s.live_add(MemKind::host_block, 4096);
   s.reset();
   EXPECT_EQ(s.family(Family::memcpy).calls, 0u);
@@ -93,8 +93,9 @@ TEST(Stats, TextAndJsonShowTheSameNumbers) {
   s.call(Family::memcpy, 3ull << 30, true);
   s.copy(Direction::htod, 3ull << 30);
   s.copy_host(HostKind::pinned, 3ull << 30);
-  s.launch(LaunchKind::kernel);
-  s.launch(LaunchKind::kernel);
+  s.launch(LaunchKind::kernel, true);
+  s.launch(LaunchKind::kernel, true);
+  s.launch(LaunchKind::graph, false);
   s.live_add(MemKind::managed, 1ull << 30);
   s.anomaly(Anomaly::unknown_frees);
   std::string t = text(s);
@@ -111,6 +112,8 @@ TEST(Stats, TextAndJsonShowTheSameNumbers) {
   EXPECT_NE(j.find("\"memcpy\": {\"calls\": 1, \"bytes\": 3221225472, \"errors\": 0}"), std::string::npos) << j;
   EXPECT_NE(j.find("\"htod\": {\"calls\": 1, \"bytes\": 3221225472}"), std::string::npos) << j;
   EXPECT_NE(j.find("\"kernel\": 2"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"launch\": {\"calls\": 3, \"bytes\": 0, \"errors\": 1}"), std::string::npos)
+      << "the launch family counts every launch, the failed one too:\n" << j;
   EXPECT_NE(j.find("\"managed\": 1073741824"), std::string::npos) << j;
   EXPECT_NE(j.find("\"unknown_frees\": 1"), std::string::npos) << j;
   // Every family appears in JSON, used or not, so scripts can rely on the keys.
