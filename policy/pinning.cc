@@ -1,0 +1,83 @@
+#include "pinning.h"
+
+namespace gms::policy {
+namespace {
+
+double seconds(uint64_t bytes, double gbps) { return static_cast<double>(bytes) / (gbps * 1e9); }
+
+double pageable_seconds(const CopyCosts& c, uint64_t bytes) {
+  return seconds(bytes, bytes <= (64ull << 20) ? c.pageable_small_gbps : c.pageable_large_gbps);
+}
+
+}  // namespace
+
+const char* copy_path_name(CopyPath p) {
+  switch (p) {
+    case CopyPath::driver:
+      return "driver";
+    case CopyPath::registered:
+      return "registered";
+    case CopyPath::register_block:
+      return "register";
+    case CopyPath::staged:
+      return "staged";
+  }
+  return "?";
+}
+
+CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyRequest& r) {
+  if (r.block_registered) return CopyPath::registered;
+  if (mode != RegisterMode::off && r.block_known && r.fits_cache) {
+    if (mode == RegisterMode::always) return CopyPath::register_block;
+    // Touched pages register fast; a destination block never copied into may be fresh memory.
+    bool touched = r.host_is_source || r.earlier_copies > 0;
+    double reg = c.register_fixed_us * 1e-6 +
+                 seconds(r.block_bytes, touched ? c.register_touched_gbps : c.register_untouched_gbps);
+    double pinned = seconds(r.bytes, c.pinned_gbps);
+    double saving = pageable_seconds(c, r.bytes) - pinned;
+    // Pays off on this copy alone, or would have paid off over the copies of this block seen so
+    // far (a block that is copied again and again is likely to be copied again).
+    if (reg < saving * (1.0 + r.earlier_copies)) return CopyPath::register_block;
+  }
+  if (r.may_stage && r.bytes >= c.stage_min_bytes &&
+      seconds(r.bytes, c.staged_gbps) < pageable_seconds(c, r.bytes)) {
+    return CopyPath::staged;
+  }
+  return CopyPath::driver;
+}
+
+bool RegistrationCache::touch(uint64_t key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return false;
+  lru_.splice(lru_.end(), lru_, it->second);
+  return true;
+}
+
+std::vector<uint64_t> RegistrationCache::insert(uint64_t key, uint64_t bytes) {
+  std::vector<uint64_t> evicted;
+  if (bytes > limit_) return evicted;
+  erase(key);
+  while (used_ + bytes > limit_ && !lru_.empty()) {
+    Entry e = lru_.front();
+    lru_.pop_front();
+    index_.erase(e.key);
+    used_ -= e.bytes;
+    evicted.push_back(e.key);
+  }
+  lru_.push_back(Entry{key, bytes});
+  index_[key] = std::prev(lru_.end());
+  used_ += bytes;
+  return evicted;
+}
+
+uint64_t RegistrationCache::erase(uint64_t key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return 0;
+  uint64_t b = it->second->bytes;
+  used_ -= b;
+  lru_.erase(it->second);
+  index_.erase(it);
+  return b;
+}
+
+}  // namespace gms::policy

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include "policy/pinning.h"
+
+namespace gms::policy {
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+constexpr uint64_t GiB = 1ull << 30;
+
+CopyRequest block_copy(uint64_t bytes, uint64_t block, uint32_t earlier = 0, bool source = true) {
+  CopyRequest r;
+  r.bytes = bytes;
+  r.block_known = true;
+  r.block_bytes = block;
+  r.earlier_copies = earlier;
+  r.host_is_source = source;
+  r.fits_cache = true;
+  return r;
+}
+
+TEST(CopyPath, RegisteredBlocksCopyPinned) {
+  CopyRequest r = block_copy(MiB, MiB);
+  r.block_registered = true;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::off, r), CopyPath::registered) << "already pinned is pinned";
+}
+
+TEST(CopyPath, ALargeTouchedSourcePaysOffOnTheFirstCopy) {
+  // 1 GiB: pageable 145 ms; register 59 ms + pinned 19.5 ms.
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(GiB, GiB)), CopyPath::register_block);
+}
+
+TEST(CopyPath, AFreshDestinationIsStagedOnceAndRegisteredWhenReused) {
+  // Device to host into a block never written: registering costs 503 ms per GiB.
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(GiB, GiB, 0, false)), CopyPath::staged);
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(GiB, GiB, 1, false)), CopyPath::register_block);
+}
+
+TEST(CopyPath, SmallOneShotCopiesGoTheDriversWay) {
+  // 2 MiB: each pinned copy saves 0.15 ms; registering costs 0.41 ms. The third copy of the same
+  // block registers it.
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(2 * MiB, 2 * MiB)), CopyPath::driver);
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(2 * MiB, 2 * MiB, 1)), CopyPath::driver);
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(2 * MiB, 2 * MiB, 2)), CopyPath::register_block);
+}
+
+TEST(CopyPath, TheS2TensorRegistersOnItsFirstCopy) {
+  // 40 MB: pageable 3.7 ms, registering 2.6 ms + pinned 0.7 ms: it pays off at once.
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(40'000'000, 40 * MiB)), CopyPath::register_block);
+}
+
+TEST(CopyPath, ModesAndLimits) {
+  CopyRequest r = block_copy(2 * MiB, 2 * MiB);
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::always, r), CopyPath::register_block);
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::off, block_copy(GiB, GiB, 5)), CopyPath::staged);
+  CopyRequest no_room = block_copy(GiB, GiB, 5);
+  no_room.fits_cache = false;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::always, no_room), CopyPath::staged);
+  CopyRequest unknown;
+  unknown.bytes = 64 * MiB;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::always, unknown), CopyPath::staged) << "no block: nothing to register";
+  unknown.may_stage = false;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::always, unknown), CopyPath::driver);
+  unknown.may_stage = true;
+  unknown.bytes = MiB;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, unknown), CopyPath::driver) << "below the staging minimum";
+}
+
+TEST(CopyPath, ATinyCopyFromAHugeBlockDoesNotPinTheBlock) {
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, block_copy(MiB, 8 * GiB, 3)), CopyPath::driver);
+}
+
+TEST(RegistrationCache, LeastRecentlyUsedLeavesFirstWithinTheLimit) {
+  RegistrationCache c(100);
+  EXPECT_TRUE(c.insert(1, 40).empty());
+  EXPECT_TRUE(c.insert(2, 40).empty());
+  EXPECT_TRUE(c.touch(1));
+  auto out = c.insert(3, 40);  // 2 is now the least recently used
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], 2u);
+  EXPECT_TRUE(c.contains(1));
+  EXPECT_TRUE(c.contains(3));
+  EXPECT_EQ(c.used(), 80u);
+  auto two = c.insert(4, 100);  // needs everything
+  EXPECT_EQ(two, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(c.used(), 100u);
+  EXPECT_TRUE(c.insert(5, 101).empty()) << "larger than the limit: not cached, nothing evicted";
+  EXPECT_FALSE(c.contains(5));
+  EXPECT_TRUE(c.contains(4));
+}
+
+TEST(RegistrationCache, EraseAndReinsert) {
+  RegistrationCache c(100);
+  c.insert(7, 30);
+  EXPECT_EQ(c.erase(7), 30u);
+  EXPECT_EQ(c.erase(7), 0u);
+  EXPECT_FALSE(c.touch(7));
+  c.insert(8, 30);
+  c.insert(8, 50);  // re-registered with another size: one entry
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.used(), 50u);
+}
+
+TEST(RegistrationCache, AdjacentBlocksAreIndependentEntries) {
+  RegistrationCache c(1000);
+  c.insert(10, 100);
+  c.insert(11, 100);
+  EXPECT_EQ(c.erase(10), 100u);
+  EXPECT_TRUE(c.contains(11));
+}
+
+}  // namespace
+}  // namespace gms::policy
