@@ -3,6 +3,7 @@
 // program's request and the ordinary allocation they would make; this decides (policy/placement)
 // and makes device, managed or mapped pinned memory, records it, and frees each with its own call.
 #include <optional>
+#include <type_traits>
 
 #include "core/observe.h"
 #include "driver/cuda_driver.h"
@@ -41,7 +42,7 @@ void adjust_mem_info(size_t* free_bytes, size_t* total_bytes);
 // Small wrapper to pass a lambda as (function, context).
 template <typename F>
 CUresult invoke(void* ctx) {
-  return (*static_cast<F*>(ctx))();
+  return (*static_cast<std::remove_reference_t<F>*>(ctx))();
 }
 
 }  // namespace gms::act

@@ -2,6 +2,7 @@
 
 #include "guard.h"
 #include "runtime.h"
+#include "trace/trace.h"
 
 namespace gms::observe {
 
@@ -42,6 +43,7 @@ void region_alloc(Family f, bool ok, uintptr_t base, size_t size, MemKind kind, 
   if (stale) s.anomaly(Anomaly::stale_regions, stale);
   s.live_add(kind, size);
   account(r, +1);
+  if (trace::enabled()) trace::alloc(r);
 }
 
 std::optional<Region> region_release(uintptr_t base) {
@@ -68,6 +70,7 @@ void region_released(Family f, bool ok, uintptr_t base, const std::optional<Regi
   s.call(f, r->size, ok);
   s.live_sub(r->kind, r->size);
   account(*r, -1);
+  if (trace::enabled()) trace::free(f, *r);
 }
 
 void region_free(Family f, bool ok, uintptr_t base) {
@@ -82,6 +85,7 @@ void vmm_unmap(bool ok, uintptr_t base, size_t size) {
   cuda_regions().erase_range(base, base + size, [&](const Region& piece) {
     s.live_sub(piece.kind, piece.size);
     account(piece, -1);
+    if (trace::enabled()) trace::free(Family::vmm, piece);
   });
 }
 
@@ -99,6 +103,7 @@ void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags) {
   size_t stale = host_registrations().insert(r);
   if (stale) s.anomaly(Anomaly::stale_regions, stale);
   s.live_add(MemKind::registered_host, size);
+  if (trace::enabled()) trace::alloc(r);
 }
 
 void host_unregister(bool ok, uintptr_t base) {
@@ -111,6 +116,7 @@ void host_unregister(bool ok, uintptr_t base) {
   auto r = host_registrations().erase(base);
   s.call(Family::host_unregister, r ? r->size : 0, ok);
   if (r) s.live_sub(MemKind::registered_host, r->size);
+  if (r && trace::enabled()) trace::free(Family::host_unregister, *r);
 }
 
 void call(Family f, bool ok, uint64_t bytes) { runtime_stats().call(f, bytes, ok); }
@@ -150,15 +156,17 @@ void copy_one(CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer, AskDriver ask
                   : d_dev            ? Direction::htod
                                      : Direction::htoh;
   s.copy(dir, bytes);
-  if (s_dev && d_dev) return;
   PtrKind host = s_dev ? d : k;  // the host side; for host-to-host, the source
   HostKind hk = host == PtrKind::pinned ? HostKind::pinned : host == PtrKind::managed ? HostKind::managed : HostKind::pageable;
+  if (trace::enabled()) trace::copy(dir, hk, bytes);
+  if (s_dev && d_dev) return;
   s.copy_host(hk, bytes);
 }
 
 void copy_call(bool ok, uint64_t bytes) { runtime_stats().call(Family::memcpy, bytes, ok); }
 
-void host_block_alloc(uintptr_t base, size_t size, Origin origin) {
+void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot) {
+  static std::atomic<uint64_t> serials{0};
   Stats& s = runtime_stats();
   ShimScope scope;
   Region r;
@@ -166,20 +174,22 @@ void host_block_alloc(uintptr_t base, size_t size, Origin origin) {
   r.size = size;
   r.kind = MemKind::host_block;
   r.origin = origin;
+  r.flags = prot;
+  r.serial = serials.fetch_add(1, std::memory_order_relaxed) + 1;
   size_t stale = host_blocks().insert(r);
   if (stale) s.anomaly(Anomaly::stale_regions, stale);
   s.call(Family::host_block_alloc, size, true);
   s.live_add(MemKind::host_block, size);
 }
 
-size_t host_block_free(uintptr_t base) {
+std::optional<Region> host_block_free(uintptr_t base) {
   ShimScope scope;
   auto r = host_blocks().erase(base);
-  if (!r) return 0;
+  if (!r) return r;
   Stats& s = runtime_stats();
   s.call(Family::host_block_free, r->size, true);
   s.live_sub(MemKind::host_block, r->size);
-  return r->size;
+  return r;
 }
 
 void host_range_gone(uintptr_t lo, uintptr_t hi) {

@@ -49,9 +49,10 @@ void copy_one(CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer, AskDriver ask
 void copy_call(bool ok, uint64_t bytes);
 
 // Host blocks: large malloc-family and mmap blocks.
-void host_block_alloc(uintptr_t base, size_t size, Origin origin);
-// Returns the size of the block it forgot (0 if it was not tracked).
-size_t host_block_free(uintptr_t base);
+// `prot`: for mmap blocks, the protection (read-only file mappings register read-only).
+void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot = 0);
+// Forgets the block starting at base; returns it (nothing if it was not tracked).
+std::optional<Region> host_block_free(uintptr_t base);
 // A range of address space went away (munmap, mremap's old range, MAP_FIXED over it).
 void host_range_gone(uintptr_t lo, uintptr_t hi);
 

@@ -143,6 +143,15 @@ bool parse_value(const char* t, Prefetch* out) {
   return false;
 }
 
+bool parse_value(const char* t, RegisterMode* out) {
+  if (ieq(t, "auto")) return *out = RegisterMode::auto_, true;
+  if (ieq(t, "always")) return *out = RegisterMode::always, true;
+  if (ieq(t, "off")) return *out = RegisterMode::off, true;
+  return false;
+}
+
+bool parse_value(const char* t, Bool* out) { return parse_bool(t, &out->value); }
+
 bool parse_value(const char* t, DeviceLimits* out) {
   *out = DeviceLimits{};
   if (*t == '\0') return true;  // empty: no limit
@@ -196,6 +205,19 @@ bool parse_value(const char* t, StatsTarget* out) {
   if (n >= sizeof(out->path)) return false;
   std::memcpy(out->path, t, n + 1);
   out->kind = StatsTarget::Kind::json_file;
+  return true;
+}
+
+bool parse_value(const char* t, TracePath* out) {
+  *out = TracePath{};
+  size_t n = std::strlen(t);
+  if (n >= sizeof(out->path)) return false;
+  for (const char* p = t; *p; ++p) {
+    if (*p != '%') continue;
+    ++p;
+    if (*p != 'p' && *p != 'h' && *p != 'r' && *p != 't' && *p != '%') return false;
+  }
+  std::memcpy(out->path, t, n + 1);
   return true;
 }
 

@@ -9,6 +9,10 @@ namespace gms {
 enum class Policy : uint8_t { off, spill, managed, pinned };
 enum class SpillTo : uint8_t { managed, pinned };
 enum class Prefetch : uint8_t { launch, off };
+enum class RegisterMode : uint8_t { auto_, always, off };
+struct Bool {
+  bool value = false;
+};
 
 // A size, either absolute or a share of something the shim learns later (device memory, RAM).
 struct Size {
@@ -40,6 +44,11 @@ struct DeviceLimits {
   }
 };
 
+// A path with patterns (%p pid, %h host, %r rank, %t start time, %% a percent sign); empty: off.
+struct TracePath {
+  char path[512] = {};
+};
+
 struct StatsTarget {
   enum class Kind : uint8_t { off, text_stderr, json_stderr, json_file } kind = Kind::off;
   char path[512] = {};
@@ -63,8 +72,11 @@ const OptionInfo* option_table(size_t* count);
 bool parse_value(const char* text, Policy* out);
 bool parse_value(const char* text, SpillTo* out);
 bool parse_value(const char* text, Prefetch* out);
+bool parse_value(const char* text, RegisterMode* out);
+bool parse_value(const char* text, Bool* out);
 bool parse_value(const char* text, DeviceLimits* out);
 bool parse_value(const char* text, StatsTarget* out);
+bool parse_value(const char* text, TracePath* out);
 bool parse_value(const char* text, LogLevel* out);
 bool parse_value(const char* text, Size* out);
 bool parse_value(const char* text, SizeOrPercent* out);

@@ -16,7 +16,8 @@ namespace gms {
   X(pinned_host, "pinned_host", "cuMemHostAlloc / cuMemAllocHost: page-locked host")  \
   X(registered_host, "registered_host", "cuMemHostRegister of the program's memory")  \
   X(vmm, "vmm", "cuMemMap of a cuMemCreate handle (virtual memory management)")      \
-  X(host_block, "host_block", "malloc family or mmap block at or above the threshold")
+  X(host_block, "host_block", "malloc family or mmap block at or above the threshold")             \
+  X(shim_registered, "shim_registered", "host blocks the shim registered for fast copies")
 
 enum class MemKind : uint8_t {
 #define GMS_X(id, name, doc) id,
@@ -52,6 +53,7 @@ struct Region {
   int device = -1;  // -1: host memory, or not known
   uint32_t flags = 0;  // the flags of the call that made it (cuMemHostAlloc flags, mmap prot...)
   uintptr_t host_alias = 0;  // placement pinned: the host pointer that cuMemFreeHost needs
+  uint64_t serial = 0;       // host blocks: never reused, so a new block at a freed one's address differs
   uintptr_t end() const { return base + size; }
   bool contains(uintptr_t a) const { return a >= base && a < base + size; }
 };

@@ -62,6 +62,7 @@ void Stats::reset() {
   for (auto& c : decision_) c.calls = 0, c.bytes = 0, c.errors = 0;
   for (auto& a : launches_) a = 0;
   for (auto& a : anomalies_) a = 0;
+  for (auto& a : timings_) a = 0;
   for (int i = 0; i < kMemKindCount; ++i) peak_[i] = live_[i].load();
 }
 
@@ -107,6 +108,10 @@ void Stats::print_text(int fd) const {
     l.str("  ").str(mem_kind_name(k)).pad_to(24).bytes(peak(k)).pad_to(40).str("live at exit ").bytes(live(k));
     emit(fd, l);
   }
+#define GMS_ROW(id, doc) \
+  if (timing(Timing::id)) { l.str("  time ").str(doc).pad_to(40).fixed(timing(Timing::id) / 1e6, 1).str(" ms"); emit(fd, l); }
+  GMS_TIMINGS(GMS_ROW)
+#undef GMS_ROW
 #define GMS_ROW(id, doc) \
   if (anomalies(Anomaly::id)) { l.str("  note: ").u64(anomalies(Anomaly::id)).str(" ").str(doc); emit(fd, l); }
   GMS_ANOMALIES(GMS_ROW)
@@ -167,6 +172,13 @@ void Stats::print_json(int fd, long pid) const {
     l.str("},");
     emit(fd, l);
   }
+  l.str("  \"timings_ns\": {");
+  n = 0;
+#define GMS_ROW(id, doc) l.str("\"" #id "\": ").u64(timing(Timing::id)).str(++n == kTimingCount ? "" : ", ");
+  GMS_TIMINGS(GMS_ROW)
+#undef GMS_ROW
+  l.str("},");
+  emit(fd, l);
   l.str("  \"anomalies\": {");
   n = 0;
 #define GMS_ROW(id, doc) l.str("\"" #id "\": ").u64(anomalies(Anomaly::id)).str(++n == kAnomalyCount ? "" : ", ");

@@ -46,7 +46,20 @@ namespace gms {
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
-  X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")
+  X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")       \
+  X(copy_registered, "pageable copies made at pinned speed from a block the shim registered")  \
+  X(copy_staged, "pageable copies through the shim's pinned staging buffers")                  \
+  X(registered, "host blocks the shim registered (pinned)")                                    \
+  X(unregistered, "registrations the shim dropped")                                            \
+  X(cache_hit, "copies that found their block registered")                                     \
+  X(cache_evicted, "registrations dropped to stay within GPUMEMSHIM_REGISTER_LIMIT")          \
+  X(invalidated, "registrations dropped because the memory was freed, unmapped or discarded")
+
+// Time spent by the shim's own work that the program waits for, in nanoseconds.
+#define GMS_TIMINGS(X)                                  \
+  X(register_ns, "registering host blocks")             \
+  X(unregister_ns, "unregistering host blocks")         \
+  X(staged_ns, "staged copies, end to end")
 
 #define GMS_LAUNCH_KINDS(X) \
   X(kernel, "cuLaunchKernel") X(kernel_ex, "cuLaunchKernelEx") \
@@ -65,6 +78,7 @@ enum class HostKind : uint8_t { GMS_HOST_KINDS(GMS_ENUM) };
 enum class LaunchKind : uint8_t { GMS_LAUNCH_KINDS(GMS_ENUM) };
 enum class Anomaly : uint8_t { GMS_ANOMALIES(GMS_ENUM) };
 enum class Decision : uint8_t { GMS_DECISIONS(GMS_ENUM) };
+enum class Timing : uint8_t { GMS_TIMINGS(GMS_ENUM) };
 #undef GMS_ENUM
 #define GMS_COUNT(id, doc) +1
 constexpr int kFamilyCount = 0 GMS_FAMILIES(GMS_COUNT);
@@ -73,6 +87,7 @@ constexpr int kHostKindCount = 0 GMS_HOST_KINDS(GMS_COUNT);
 constexpr int kLaunchKindCount = 0 GMS_LAUNCH_KINDS(GMS_COUNT);
 constexpr int kAnomalyCount = 0 GMS_ANOMALIES(GMS_COUNT);
 constexpr int kDecisionCount = 0 GMS_DECISIONS(GMS_COUNT);
+constexpr int kTimingCount = 0 GMS_TIMINGS(GMS_COUNT);
 #undef GMS_COUNT
 
 struct CallCounter {
@@ -112,6 +127,8 @@ class Stats {
       family_[static_cast<int>(Family::launch)].errors.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  void time(Timing t, uint64_t ns) { timings_[static_cast<int>(t)].fetch_add(ns, std::memory_order_relaxed); }
+  uint64_t timing(Timing t) const { return timings_[static_cast<int>(t)].load(std::memory_order_relaxed); }
   void anomaly(Anomaly a, uint64_t n = 1) { anomalies_[static_cast<int>(a)].fetch_add(n, std::memory_order_relaxed); }
   void live_add(MemKind k, uint64_t bytes);
   void live_sub(MemKind k, uint64_t bytes);
@@ -146,6 +163,7 @@ class Stats {
   CallCounter decision_[kDecisionCount];
   std::atomic<uint64_t> launches_[kLaunchKindCount] = {};
   std::atomic<uint64_t> anomalies_[kAnomalyCount] = {};
+  std::atomic<uint64_t> timings_[kTimingCount] = {};
   std::atomic<uint64_t> live_[kMemKindCount] = {};
   std::atomic<uint64_t> peak_[kMemKindCount] = {};
 };

@@ -1,4 +1,5 @@
 // Allocation, free, host pinning and VMM entry points.
+#include "act/copy.h"
 #include "act/placement.h"
 #include "act/residency.h"
 #include "common.h"
@@ -129,6 +130,7 @@ GMS_EXPORT CUresult cuMemFreeHost(void* p) {
 #define GMS_HOST_REGISTER(sym)                                                \
   GMS_EXPORT CUresult sym(void* p, size_t bytes, unsigned int flags) {        \
     GMS_NESTED(sym, p, bytes, flags);                                         \
+    act::before_program_registers(addr(p), addr(p) + bytes);                  \
     CUresult r = call_real(GMS_REAL(sym), p, bytes, flags);                   \
     observe::host_register(ok(r), addr(p), bytes, flags);                     \
     return r;                                                                 \

@@ -1,5 +1,7 @@
 // Copy and memset entry points: every direction, sync and async, 2D/3D/peer/batch, and the
 // per-thread-default-stream variants of each.
+#include "act/copy.h"
+#include "act/placement.h"
 #include "common.h"
 
 namespace gms::entry {
@@ -45,6 +47,46 @@ CopyEnd end_of(CUmemorytype type, const void* host_ptr, CUdeviceptr dev_ptr) {
 void linear_copy(CUresult r, CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer) {
   observe::copy_call(ok(r), bytes);
   if (ok(r)) observe::copy_one(dst, src, bytes, peer, ask_driver);
+}
+
+// A copy between the host and a device: pageable host memory goes through act/copy (registered,
+// staged, or the driver's way); everything else is the program's call unchanged.
+template <typename F>
+CUresult host_device_copy(act::HostCopyDir dir, const void* host_ptr, CUdeviceptr dev_ptr, size_t n, CUstream st,
+                          bool async, bool per_thread, F&& real) {
+  CopyEnd h = host(host_ptr);
+  CUresult r;
+  if (observe::classify(h, nullptr) == observe::PtrKind::pageable) {
+    act::HostCopy c{dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread};
+    r = act::copy_pageable(c, act::invoke<F>, &real);
+  } else {
+    r = real();
+  }
+  if (dir == act::HostCopyDir::htod) {
+    linear_copy(r, dev(dev_ptr), h, n, false);
+  } else {
+    linear_copy(r, h, dev(dev_ptr), n, false);
+  }
+  return r;
+}
+
+// cuMemcpy and cuMemcpyAsync name no direction: when one side is pageable host memory and the
+// other device memory, it is a host-device copy like any other.
+template <typename F>
+CUresult unified_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, bool async, bool per_thread, F&& real) {
+  observe::PtrKind dk = observe::classify(unified(d), ask_driver);
+  observe::PtrKind sk = observe::classify(unified(s), ask_driver);
+  if (sk == observe::PtrKind::pageable && dk == observe::PtrKind::device) {
+    return host_device_copy(act::HostCopyDir::htod, reinterpret_cast<const void*>(s), d, n, st, async, per_thread,
+                            real);
+  }
+  if (dk == observe::PtrKind::pageable && sk == observe::PtrKind::device) {
+    return host_device_copy(act::HostCopyDir::dtoh, reinterpret_cast<const void*>(d), s, n, st, async, per_thread,
+                            real);
+  }
+  CUresult r = real();
+  linear_copy(r, unified(d), unified(s), n, false);
+  return r;
 }
 
 void copy_2d(CUresult r, const CUDA_MEMCPY2D* c) {
@@ -108,31 +150,44 @@ using namespace gms::entry;
     return r;                                                    \
   }
 
-// Linear copies, synchronous (legacy or per-thread default stream) and asynchronous.
-#define GMS_HTOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), linear_copy(r, dev(d), host(s), n, false))
-#define GMS_DTOH(sym) GMS_COPY_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, host(d), dev(s), n, false))
+// Host-device copies, synchronous (legacy or per-thread default stream) and asynchronous, through
+// host_device_copy; device-to-device ones straight through.
+#define GMS_HOST_HOOK(sym, params, args, CALL)                   \
+  GMS_EXPORT CUresult sym params {                               \
+    GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    return CALL;                                                 \
+  }
+#define GMS_REAL_CALL(sym, args) [&] { return call_real(GMS_REAL(sym), GMS_UNPAREN args); }
+#define GMS_HTOD(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), \
+  host_device_copy(act::HostCopyDir::htod, s, d, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+#define GMS_DTOH(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), \
+  host_device_copy(act::HostCopyDir::dtoh, d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+#define GMS_HTOD_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), \
+  host_device_copy(act::HostCopyDir::htod, s, d, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
+#define GMS_DTOH_A(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), \
+  host_device_copy(act::HostCopyDir::dtoh, d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
+#define GMS_ANY(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), \
+  unified_copy(d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+#define GMS_ANY_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), \
+  unified_copy(d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
 #define GMS_DTOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, dev(d), dev(s), n, false))
-#define GMS_ANY(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, unified(d), unified(s), n, false))
-#define GMS_HTOD_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, dev(d), host(s), n, false))
-#define GMS_DTOH_A(sym) GMS_COPY_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, host(d), dev(s), n, false))
 #define GMS_DTOD_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, dev(d), dev(s), n, false))
-#define GMS_ANY_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, unified(d), unified(s), n, false))
-GMS_HTOD(cuMemcpyHtoD_v2)
-GMS_HTOD(cuMemcpyHtoD_v2_ptds)
-GMS_DTOH(cuMemcpyDtoH_v2)
-GMS_DTOH(cuMemcpyDtoH_v2_ptds)
+GMS_HTOD(cuMemcpyHtoD_v2, false)
+GMS_HTOD(cuMemcpyHtoD_v2_ptds, true)
+GMS_DTOH(cuMemcpyDtoH_v2, false)
+GMS_DTOH(cuMemcpyDtoH_v2_ptds, true)
 GMS_DTOD(cuMemcpyDtoD_v2)
 GMS_DTOD(cuMemcpyDtoD_v2_ptds)
-GMS_ANY(cuMemcpy)
-GMS_ANY(cuMemcpy_ptds)
-GMS_HTOD_A(cuMemcpyHtoDAsync_v2)
-GMS_HTOD_A(cuMemcpyHtoDAsync_v2_ptsz)
-GMS_DTOH_A(cuMemcpyDtoHAsync_v2)
-GMS_DTOH_A(cuMemcpyDtoHAsync_v2_ptsz)
+GMS_ANY(cuMemcpy, false)
+GMS_ANY(cuMemcpy_ptds, true)
+GMS_HTOD_A(cuMemcpyHtoDAsync_v2, false)
+GMS_HTOD_A(cuMemcpyHtoDAsync_v2_ptsz, true)
+GMS_DTOH_A(cuMemcpyDtoHAsync_v2, false)
+GMS_DTOH_A(cuMemcpyDtoHAsync_v2_ptsz, true)
 GMS_DTOD_A(cuMemcpyDtoDAsync_v2)
 GMS_DTOD_A(cuMemcpyDtoDAsync_v2_ptsz)
-GMS_ANY_A(cuMemcpyAsync)
-GMS_ANY_A(cuMemcpyAsync_ptsz)
+GMS_ANY_A(cuMemcpyAsync, false)
+GMS_ANY_A(cuMemcpyAsync_ptsz, true)
 
 #define GMS_PEER(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n), (d, dc, s, sc, n), linear_copy(r, dev(d), dev(s), n, true))
 #define GMS_PEER_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st), (d, dc, s, sc, n, st), linear_copy(r, dev(d), dev(s), n, true))

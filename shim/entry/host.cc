@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdint>
 
+#include "act/copy.h"
 #include "common.h"
 #include "driver/libc.h"
 
@@ -42,10 +43,19 @@ GMS_EXPORT void* malloc(size_t n) {
   return p;
 }
 
+// A tracked block is about to go away: the shim's registration of it goes first (while the memory
+// is still the block's), then the block leaves the registry (before another thread can get the
+// same address), then the memory. Returns the block's size, 0 if it was not tracked.
+size_t forget_block(void* p) {
+  auto r = host_blocks().find(addr(p));
+  if (!r || r->base != addr(p)) return 0;
+  act::host_range_going(r->base, r->end());
+  auto gone = observe::host_block_free(addr(p));
+  return gone ? gone->size : 0;
+}
+
 GMS_EXPORT void free(void* p) {
-  // Forget the block before the memory is returned: once free() returns, another thread may get
-  // the same address and must not find this block in the registry.
-  if (maybe_tracked(p)) observe::host_block_free(addr(p));
+  if (maybe_tracked(p)) forget_block(p);
   libc::free(p);
 }
 
@@ -57,7 +67,7 @@ GMS_EXPORT void* calloc(size_t n, size_t size) {
 }
 
 GMS_EXPORT void* realloc(void* p, size_t n) {
-  size_t forgot = maybe_tracked(p) ? observe::host_block_free(addr(p)) : 0;
+  size_t forgot = maybe_tracked(p) ? forget_block(p) : 0;
   void* q = libc::realloc(p, n);
   if (!q && n != 0 && forgot) {
     observe::host_block_alloc(addr(p), forgot, Origin::realloc);  // failed: the old block lives on
@@ -96,13 +106,17 @@ namespace {
 void* mmap_impl(void* a, size_t len, int prot, int flags, int fd, off_t off) {
   bool watch = !in_shim();
   // MAP_FIXED silently replaces whatever was mapped there: that memory is gone first.
-  if (watch && (flags & MAP_FIXED) && a) observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  if (watch && (flags & MAP_FIXED) && a) {
+    act::host_range_going(addr(a), addr(a) + page_round(len));
+    observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  }
   void* p = libc::mmap(a, len, prot, flags, fd, off);
   // PROT_NONE mappings are address-space reservations (the CUDA driver makes many GiB of them at
   // cuInit), not memory a program can copy from: not host blocks.
   if (watch && p != MAP_FAILED && large(len) && prot != PROT_NONE) {
     bool file = fd >= 0 && !(flags & MAP_ANONYMOUS);
-    observe::host_block_alloc(addr(p), page_round(len), file ? Origin::mmap_file : Origin::mmap_anon);
+    observe::host_block_alloc(addr(p), page_round(len), file ? Origin::mmap_file : Origin::mmap_anon,
+                              static_cast<uint32_t>(prot));
   }
   return p;
 }
@@ -117,7 +131,10 @@ GMS_EXPORT void* mmap64(void* a, size_t len, int prot, int flags, int fd, off_t 
 }
 
 GMS_EXPORT int munmap(void* a, size_t len) {
-  if (!in_shim()) observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  if (!in_shim()) {
+    act::host_range_going(addr(a), addr(a) + page_round(len));
+    observe::host_range_gone(addr(a), addr(a) + page_round(len));
+  }
   return libc::munmap(a, len);
 }
 
@@ -134,6 +151,7 @@ GMS_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ..
   if (watch) {
     ShimScope scope;
     forgot = host_blocks().find(addr(old)) ? page_round(old_len) : 0;
+    act::host_range_going(addr(old), addr(old) + page_round(old_len));
     observe::host_range_gone(addr(old), addr(old) + page_round(old_len));
   }
   void* p = libc::mremap(old, old_len, new_len, flags, new_addr);
@@ -147,6 +165,11 @@ GMS_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ..
   return p;
 }
 
-// Forwarded unchanged for now. MADV_DONTNEED/FREE/REMOVE discard contents without unmapping: the
-// registration cache (pinned copies) must drop its entries here before the call.
-GMS_EXPORT int madvise(void* a, size_t len, int advice) { return libc::madvise(a, len, advice); }
+// MADV_DONTNEED/FREE/REMOVE discard the contents without unmapping: pinned pages would no longer be
+// the program's, so the shim's registrations there are dropped first.
+GMS_EXPORT int madvise(void* a, size_t len, int advice) {
+  if (!in_shim() && (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE)) {
+    act::host_range_going(addr(a), addr(a) + page_round(len));
+  }
+  return libc::madvise(a, len, advice);
+}

@@ -2,8 +2,24 @@
 // destructor runs after the program's atexit handlers and after libcuda's own destructors (it
 // was loaded later), so it makes no CUDA call: it only prints what was counted.
 #include "core/runtime.h"
+#include "trace/cuda_backend.h"
+#include "trace/trace.h"
 
 namespace {
-__attribute__((constructor)) void gms_load() { gms::runtime_init(); }
-__attribute__((destructor)) void gms_unload() { gms::runtime_report(); }
+__attribute__((constructor)) void gms_load() {
+  gms::runtime_init();
+  gms::trace::attach_cuda_backend();
+}
+// The trace ends before the statistics are written (CUPTI's last records were flushed by an
+// atexit handler, which runs before any destructor).
+__attribute__((destructor)) void gms_unload() {
+  gms::trace::finish();
+  gms::runtime_report();
+}
 }  // namespace
+
+// Flushes CUPTI's records and the shim's events to the trace file now: 0 when written, -1 when the
+// process is not tracing. For programs that leave with _exit, or get killed, at a known point.
+extern "C" __attribute__((visibility("default"))) int gpumemshim_trace_flush(void) {
+  return gms::trace::flush() ? 0 : -1;
+}

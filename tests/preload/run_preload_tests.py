@@ -570,6 +570,43 @@ class PreloadHost(PreloadCase):
         self.assert_stats(self.only_stats(run), self.expected(64 * KiB))
 
 
+class PreloadCopies(PreloadCase):
+    """(k) Fast copies: registration, the cache, every invalidation path, staging (progs/copies.cc
+    checks the data and the stand-in's registration counters itself; this checks the statistics)."""
+
+    def decisions(self, run):
+        return self.only_stats(run)["decisions"]
+
+    def test_registration_by_the_cost_model(self):
+        d = self.decisions(self.run_program("copies"))
+        # 9 blocks in the main part (6 when the sanitizer owns malloc: steps 1 to 3 are skipped),
+        # registered at their first copy (64 MiB pays at once); each thread's 4 blocks of 8 MiB are
+        # staged at their first copy and registered at the second.
+        regs = (6 if Config.shadowed_malloc() else 9) + 64
+        self.assertEqual(d["registered"]["calls"], regs)
+        self.assertEqual(d["unregistered"]["calls"], regs, "every registration dropped before its memory went")
+        self.assertEqual(d["invalidated"]["calls"], regs)
+        self.assertEqual(d["copy_staged"]["calls"], 64)
+        self.assertEqual(d["cache_evicted"]["calls"], 0)
+        self.assertGreater(d["cache_hit"]["calls"], 0)
+
+    def test_register_off_stages_large_copies(self):
+        d = self.decisions(self.run_program("copies", env={"GPUMEMSHIM_REGISTER": "off"}))
+        self.assertEqual(d["registered"]["calls"], 0)
+        self.assertEqual(d["copy_registered"]["calls"], 0)
+        self.assertGreater(d["copy_staged"]["calls"], 64)
+
+    def test_a_small_limit_evicts_least_recently_used(self):
+        d = self.decisions(self.run_program("copies", "--lru", env={"GPUMEMSHIM_REGISTER_LIMIT": "100M"}))
+        self.assertEqual(d["registered"]["calls"], 4)
+        self.assertEqual(d["cache_evicted"]["calls"], 2)
+        self.assertEqual(d["invalidated"]["calls"], 2)
+        self.assertEqual(d["unregistered"]["calls"], 4)
+
+    def test_without_the_shim(self):
+        self.run_program("copies", shim=False)
+
+
 class PreloadBadInput(PreloadCase):
     """(i) Bad arguments and bad options: no crash, everything counted, results still right."""
 

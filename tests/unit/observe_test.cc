@@ -81,10 +81,16 @@ TEST_F(ObserveTest, HostBlocksAndRangesGone) {
   observe::host_range_gone(0x110000, 0x120000);
   EXPECT_EQ(s.live(MemKind::host_block), 0x130000u);
   EXPECT_EQ(host_blocks().count(), 3u);
-  EXPECT_EQ(observe::host_block_free(0x200000), 0x100000u);
-  EXPECT_EQ(observe::host_block_free(0x200000), 0u);
-  EXPECT_EQ(s.family(Family::host_block_alloc).calls, 2u);
-  EXPECT_EQ(s.family(Family::host_block_free).bytes, 0x10000u + 0x100000u);
+  auto freed = observe::host_block_free(0x200000);
+  ASSERT_TRUE(freed);
+  EXPECT_EQ(freed->size, 0x100000u);
+  EXPECT_FALSE(observe::host_block_free(0x200000));
+  observe::host_block_alloc(0x200000, 0x100000, Origin::malloc);
+  auto again = observe::host_block_free(0x200000);
+  ASSERT_TRUE(again);
+  EXPECT_NE(again->serial, freed->serial) << "a new block at the same address is another block";
+  EXPECT_EQ(s.family(Family::host_block_alloc).calls, 3u);
+  EXPECT_EQ(s.family(Family::host_block_free).bytes, 0x10000u + 0x100000u + 0x100000u);
 }
 
 TEST_F(ObserveTest, RegistrationsComeAndGo) {

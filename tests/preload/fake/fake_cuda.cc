@@ -691,6 +691,44 @@ FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream) {
   return need_ctx();
 }
 
+// Work completes inside each call (copies are memcpy, kernels run synchronously): an event is
+// complete as soon as it is recorded. A handle is just a counter.
+FAKE_IMPL(cuEventCreate)(CUevent* ev, unsigned int) {
+  count(k_cuEventCreate);
+  FAKE_TRY(need_ctx());
+  if (!ev) return CUDA_ERROR_INVALID_VALUE;
+  static std::atomic<uintptr_t> next{1};
+  *ev = reinterpret_cast<CUevent>(next.fetch_add(1) * 16);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuEventRecord)(CUevent ev, CUstream) {
+  count(k_cuEventRecord);
+  FAKE_TRY(need_ctx());
+  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKE_IMPL(cuEventSynchronize)(CUevent ev) {
+  count(k_cuEventSynchronize);
+  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKE_IMPL(cuEventQuery)(CUevent ev) {
+  count(k_cuEventQuery);
+  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKE_IMPL(cuEventDestroy_v2)(CUevent ev) {
+  count(k_cuEventDestroy_v2);
+  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// The stand-in has no library-managed kernels: every handle is a CUfunction.
+FAKE_IMPL(cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) {
+  count(k_cuKernelGetParamInfo);
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
 FAKE_IMPL(cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus* st) {
   count(k_cuStreamIsCapturing);
   FAKE_TRY(need_ctx());

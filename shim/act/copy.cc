@@ -1,0 +1,225 @@
+#include "copy.h"
+
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "act/staging.h"
+#include "core/guard.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "entry/common.h"
+#include "policy/pinning.h"
+
+namespace gms::act {
+namespace {
+
+using entry::call_real;
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uintptr_t page() {
+  static const uintptr_t p = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+// One registration of the shim's: the page-aligned interior of a host block.
+struct Registration {
+  uintptr_t lo, hi;
+  uint64_t serial;
+};
+
+struct State {
+  std::mutex mu;
+  policy::RegistrationCache cache{0};
+  std::map<uintptr_t, Registration> by_addr;        // lo -> registration, for range invalidation
+  std::unordered_map<uint64_t, uintptr_t> by_serial;  // block serial -> lo
+  std::unordered_map<uint64_t, uint32_t> copies;      // block serial -> copies seen
+};
+
+State& state() {
+  static NoDestructor<State> s;
+  return *s;
+}
+std::atomic<uint64_t> g_registrations{0};  // the fast "none at all" check of the invalidation hooks
+
+policy::RegisterMode register_mode() {
+  switch (options().register_mode) {
+    case RegisterMode::always:
+      return policy::RegisterMode::always;
+    case RegisterMode::off:
+      return policy::RegisterMode::off;
+    default:
+      return policy::RegisterMode::auto_;
+  }
+}
+
+uint64_t register_limit() {
+  static const uint64_t limit = [] {
+    uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    return options().register_limit.resolve(ram);
+  }();
+  return limit;
+}
+
+CUstream effective(CUstream s, bool per_thread) { return (!s && per_thread) ? CU_STREAM_PER_THREAD : s; }
+
+// Caller holds s.mu. Drops one registration; a failed unregister keeps it registered (and so in
+// by_addr: its address range stays blocked for the shim), as the driver still has it.
+void drop(State& s, uintptr_t lo, Decision why) {
+  auto it = s.by_addr.find(lo);
+  if (it == s.by_addr.end()) return;
+  Registration r = it->second;
+  uint64_t t0 = now_ns();
+  CUresult res = exiting() ? CUDA_SUCCESS : call_real(GMS_REAL(cuMemHostUnregister), reinterpret_cast<void*>(r.lo));
+  Stats& st = runtime_stats();
+  st.time(Timing::unregister_ns, now_ns() - t0);
+  s.cache.erase(r.serial);
+  s.by_serial.erase(r.serial);
+  if (res != CUDA_SUCCESS) {
+    Line l;
+    l.str("cuMemHostUnregister of ").bytes(r.hi - r.lo).str(" at ").hex(r.lo).str(" failed (error ").i64(res)
+        .str("); the range stays registered and is not used again");
+    log(LogLevel::warn, l);
+    it->second.serial = 0;  // no block owns it any more
+    return;
+  }
+  s.by_addr.erase(it);
+  g_registrations.fetch_sub(1, std::memory_order_relaxed);
+  st.decision(Decision::unregistered, r.hi - r.lo);
+  st.decision(why, r.hi - r.lo);
+  st.live_sub(MemKind::shim_registered, r.hi - r.lo);
+}
+
+// Caller holds s.mu. Registers the block's interior; true on success.
+bool enroll(State& s, const Region& block, uintptr_t lo, uintptr_t hi) {
+  for (uint64_t victim : s.cache.insert(block.serial, hi - lo)) {
+    auto v = s.by_serial.find(victim);
+    if (v != s.by_serial.end()) drop(s, v->second, Decision::cache_evicted);
+  }
+  // A read-only file mapping (np.load(mmap_mode='r')) can only be registered read-only.
+  bool read_only = block.origin == Origin::mmap_file && !(block.flags & PROT_WRITE);
+  unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | (read_only ? CU_MEMHOSTREGISTER_READ_ONLY : 0u);
+  uint64_t t0 = now_ns();
+  CUresult r = call_real(GMS_REAL(cuMemHostRegister_v2), reinterpret_cast<void*>(lo), hi - lo, flags);
+  Stats& st = runtime_stats();
+  st.time(Timing::register_ns, now_ns() - t0);
+  if (r != CUDA_SUCCESS) {
+    s.cache.erase(block.serial);
+    if (log_enabled(LogLevel::info)) {
+      Line l;
+      l.str("cuMemHostRegister of ").bytes(hi - lo).str(" failed (error ").i64(r).str("): copying the ordinary way");
+      log(LogLevel::info, l);
+    }
+    return false;
+  }
+  s.by_addr[lo] = Registration{lo, hi, block.serial};
+  s.by_serial[block.serial] = lo;
+  g_registrations.fetch_add(1, std::memory_order_relaxed);
+  st.decision(Decision::registered, hi - lo);
+  st.live_add(MemKind::shim_registered, hi - lo);
+  return true;
+}
+
+// The async form of the program's call on the same stream: pinned memory makes it truly async.
+CUresult dma(const HostCopy& c, size_t off, size_t n, CUstream s) {
+  char* h = static_cast<char*>(c.host) + off;
+  return c.dir == HostCopyDir::htod ? call_real(GMS_REAL(cuMemcpyHtoDAsync_v2), c.dev + off, h, n, s)
+                                    : call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), h, c.dev + off, n, s);
+}
+
+// The registered interior [lo, hi) covers part of the copy: the edges go the ordinary way (the
+// driver stages them), the middle at pinned speed, all on the program's stream and in order.
+CUresult copy_registered(const HostCopy& c, uintptr_t lo, uintptr_t hi) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(c.host), b = a + c.bytes;
+  uintptr_t mid_lo = a > lo ? a : lo, mid_hi = b < hi ? b : hi;
+  CUstream s = effective(c.stream, c.per_thread);
+  CUresult r = CUDA_SUCCESS;
+  if (mid_lo > a) r = dma(c, 0, mid_lo - a, s);
+  if (r == CUDA_SUCCESS) r = dma(c, mid_lo - a, mid_hi - mid_lo, s);
+  if (r == CUDA_SUCCESS && b > mid_hi) r = dma(c, mid_hi - a, b - mid_hi, s);
+  // The program may reuse (host to device) or read (device to host) its buffer as soon as the call
+  // returns, as it could with pageable memory: wait for the copy. Synchronous calls wait anyway.
+  if (r == CUDA_SUCCESS) r = call_real(GMS_REAL(cuStreamSynchronize), s);
+  return r;
+}
+
+}  // namespace
+
+CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx) {
+  policy::RegisterMode mode = register_mode();
+  bool stage = options().stage.value;
+  if (passthrough() || (mode == policy::RegisterMode::off && !stage) || c.bytes == 0) return ordinary(ctx);
+  ShimScope scope;
+  uintptr_t a = reinterpret_cast<uintptr_t>(c.host);
+  auto block = host_blocks().find(a);
+  bool inside = block && a + c.bytes <= block->end();
+  uintptr_t lo = 0, hi = 0;
+  if (inside) {
+    lo = (block->base + page() - 1) & ~(page() - 1);
+    hi = block->end() & ~(page() - 1);
+    if (hi <= lo) inside = false;
+  }
+  State& s = state();
+  std::unique_lock lock(s.mu);
+  if (s.cache.limit() == 0) s.cache = policy::RegistrationCache(register_limit());
+  policy::CopyRequest req;
+  req.bytes = c.bytes;
+  req.block_known = inside;
+  req.block_bytes = hi - lo;
+  req.block_registered = inside && s.by_serial.count(block->serial);
+  req.earlier_copies = inside ? s.copies[block->serial]++ : 0;
+  req.host_is_source = c.dir == HostCopyDir::htod;
+  req.fits_cache = inside && hi - lo <= s.cache.limit();
+  req.may_stage = stage;
+  policy::CopyPath path = policy::choose_copy_path(policy::CopyCosts{}, mode, req);
+  Stats& st = runtime_stats();
+  if (path == policy::CopyPath::register_block && !enroll(s, *block, lo, hi)) path = stage ? policy::CopyPath::staged : policy::CopyPath::driver;
+  if (path == policy::CopyPath::registered) {
+    s.cache.touch(block->serial);
+    st.decision(Decision::cache_hit, c.bytes);
+  }
+  lock.unlock();
+  switch (path) {
+    case policy::CopyPath::registered:
+    case policy::CopyPath::register_block:
+      st.decision(Decision::copy_registered, c.bytes);
+      return copy_registered(c, lo, hi);
+    case policy::CopyPath::staged: {
+      st.decision(Decision::copy_staged, c.bytes);
+      CUstream s2 = effective(c.stream, c.per_thread);
+      return c.dir == HostCopyDir::htod ? staged_htod(c.dev, c.host, c.bytes, s2, !c.async)
+                                        : staged_dtoh(c.host, c.dev, c.bytes, s2);
+    }
+    case policy::CopyPath::driver:
+      break;
+  }
+  return ordinary(ctx);
+}
+
+void host_range_going(uintptr_t lo, uintptr_t hi) {
+  if (g_registrations.load(std::memory_order_relaxed) == 0) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.by_addr.upper_bound(lo);
+  if (it != s.by_addr.begin()) --it;
+  while (it != s.by_addr.end() && it->first < hi) {
+    auto next = std::next(it);
+    if (it->second.hi > lo) drop(s, it->first, Decision::invalidated);
+    it = next;
+  }
+}
+
+void before_program_registers(uintptr_t lo, uintptr_t hi) { host_range_going(lo, hi); }
+
+}  // namespace gms::act

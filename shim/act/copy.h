@@ -1,0 +1,38 @@
+#pragma once
+// Fast copies from pageable memory (policy/pinning decides, this carries it out): register the
+// program's host block and copy at pinned speed, or copy through the shim's staging buffers, or
+// leave the call to the driver; and drop the shim's registrations before the memory goes away.
+#include <cstddef>
+#include <cstdint>
+
+#include "driver/cuda_driver.h"
+
+namespace gms::act {
+
+enum class HostCopyDir : uint8_t { htod, dtoh };
+
+struct HostCopy {
+  HostCopyDir dir;
+  void* host;        // pageable side
+  CUdeviceptr dev;   // device side
+  size_t bytes;
+  CUstream stream;   // as the program passed it
+  bool async;        // the program called an Async form
+  bool per_thread;   // _ptds/_ptsz form: stream 0 is the per-thread default stream
+};
+
+// Copies as the program asked, by the fastest path that keeps the call's contract: synchronous
+// stays synchronous; an async host-to-device copy from pageable memory returns once the source is
+// consumed; an async device-to-host copy into pageable memory returns once the data is there.
+// `ordinary` makes the program's own call. The copy's statistics are recorded by the caller.
+CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx);
+
+// Host memory is about to go away or be discarded: [lo, hi) (munmap, mremap, madvise, MAP_FIXED),
+// or the block starting at `base` (free, realloc). Registrations the shim made there are dropped
+// first. Cheap when the shim has none.
+void host_range_going(uintptr_t lo, uintptr_t hi);
+// The program registers memory itself: a registration of the shim's there would make its call
+// fail, so it is dropped first; and the program's registration is the program's from then on.
+void before_program_registers(uintptr_t lo, uintptr_t hi);
+
+}  // namespace gms::act

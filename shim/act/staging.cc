@@ -1,0 +1,204 @@
+#include "staging.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/guard.h"
+#include "core/runtime.h"
+#include "entry/common.h"
+
+namespace gms::act {
+namespace {
+
+using entry::call_real;
+
+constexpr size_t kChunk = 16u << 20;  // a DMA of 16 MiB runs near the link's peak
+constexpr int kBuffers = 4;           // chunks in flight: enough to overlap copy and DMA both ways
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// A fixed set of threads that copy slices of one memcpy in parallel; the caller does a slice too.
+class CopyCrew {
+ public:
+  explicit CopyCrew(int helpers) {
+    // Started with every signal blocked: the program's signals are for the program's threads.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (int i = 0; i < helpers; ++i) threads_.emplace_back([this, i] { run(i + 1); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    width_ = helpers + 1;
+  }
+
+  void copy(void* dst, const void* src, size_t n) {
+    std::unique_lock lock(mu_);
+    dst_ = static_cast<char*>(dst);
+    src_ = static_cast<const char*>(src);
+    n_ = n;
+    pending_ = width_ - 1;
+    ++round_;
+    lock.unlock();
+    go_.notify_all();
+    slice(0);
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void slice(int i) {
+    // Slices on 4 KiB boundaries, so no two threads write one page.
+    size_t per = ((n_ / width_) + 4095) & ~size_t{4095};
+    size_t lo = per * i, hi = std::min(n_, lo + per);
+    if (lo < hi) std::memcpy(dst_ + lo, src_ + lo, hi - lo);
+  }
+
+  void run(int i) {
+    ShimScope scope;  // its allocations are the shim's own
+    uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock lock(mu_);
+      go_.wait(lock, [&] { return round_ != seen; });
+      seen = round_;
+      lock.unlock();
+      slice(i);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable go_, done_;
+  std::vector<std::thread> threads_;
+  int width_ = 1;
+  char* dst_ = nullptr;
+  const char* src_ = nullptr;
+  size_t n_ = 0;
+  int pending_ = 0;
+  uint64_t round_ = 0;
+};
+
+struct Engine {
+  std::mutex mu;  // one staged copy at a time: they share the buffers and the crew
+  void* buffers[kBuffers] = {};
+  std::unordered_map<CUcontext, std::vector<CUevent>> events;  // per context: one per buffer
+  CopyCrew* crew = nullptr;
+  bool broken = false;
+};
+
+Engine& engine() {
+  static NoDestructor<Engine> e;
+  return *e;
+}
+
+// Caller holds e.mu. Buffers are portable pinned memory (usable from every context); events are
+// per context. Returns the events of the current context, or nullptr when staging is unavailable.
+std::vector<CUevent>* ready(Engine& e) {
+  if (e.broken) return nullptr;
+  if (!e.buffers[0]) {
+    for (auto& b : e.buffers) {
+      if (call_real(GMS_REAL(cuMemHostAlloc), &b, kChunk, static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE)) !=
+          CUDA_SUCCESS) {
+        e.broken = true;
+        return nullptr;
+      }
+    }
+    unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+    e.crew = new CopyCrew(static_cast<int>(std::min(7u, cores / 2)));
+  }
+  CUcontext ctx = nullptr;
+  if (call_real(GMS_REAL(cuCtxGetCurrent), &ctx) != CUDA_SUCCESS || !ctx) return nullptr;
+  auto& evs = e.events[ctx];
+  if (evs.empty()) {
+    evs.resize(kBuffers, nullptr);
+    for (auto& ev : evs) {
+      if (call_real(GMS_REAL(cuEventCreate), &ev, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+        e.events.erase(ctx);
+        return nullptr;
+      }
+    }
+  }
+  return &evs;
+}
+
+CUresult dma_htod(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return call_real(GMS_REAL(cuMemcpyHtoDAsync_v2), dst, src, n, s);
+}
+CUresult dma_dtoh(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, src, n, s);
+}
+
+}  // namespace
+
+CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait) {
+  ShimScope scope;
+  uint64_t t0 = now_ns();
+  Engine& e = engine();
+  std::lock_guard lock(e.mu);
+  std::vector<CUevent>* evs = ready(e);
+  if (!evs) return call_real(GMS_REAL(cuMemcpyHtoDAsync_v2), dst, src, bytes, stream);
+  const char* in = static_cast<const char*>(src);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t off = 0, k = 0; off < bytes && r == CUDA_SUCCESS; off += kChunk, ++k) {
+    size_t n = std::min(kChunk, bytes - off);
+    int b = static_cast<int>(k % kBuffers);
+    // The buffer's previous DMA (of this copy or an earlier one) must be done before refilling it.
+    if ((r = call_real(GMS_REAL(cuEventSynchronize), (*evs)[b])) != CUDA_SUCCESS) break;
+    e.crew->copy(e.buffers[b], in + off, n);
+    if ((r = dma_htod(dst + off, e.buffers[b], n, stream)) != CUDA_SUCCESS) break;
+    r = call_real(GMS_REAL(cuEventRecord), (*evs)[b], stream);
+  }
+  if (r == CUDA_SUCCESS && wait) {
+    for (CUevent ev : *evs) {
+      if ((r = call_real(GMS_REAL(cuEventSynchronize), ev)) != CUDA_SUCCESS) break;
+    }
+  }
+  runtime_stats().time(Timing::staged_ns, now_ns() - t0);
+  return r;
+}
+
+CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  ShimScope scope;
+  uint64_t t0 = now_ns();
+  Engine& e = engine();
+  std::lock_guard lock(e.mu);
+  std::vector<CUevent>* evs = ready(e);
+  if (!evs) return call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, src, bytes, stream);
+  char* out = static_cast<char*>(dst);
+  size_t chunks = (bytes + kChunk - 1) / kChunk;
+  CUresult r = CUDA_SUCCESS;
+  auto issue = [&](size_t k) {
+    size_t off = k * kChunk;
+    int b = static_cast<int>(k % kBuffers);
+    CUresult x = dma_dtoh(e.buffers[b], src + off, std::min(kChunk, bytes - off), stream);
+    return x == CUDA_SUCCESS ? call_real(GMS_REAL(cuEventRecord), (*evs)[b], stream) : x;
+  };
+  // Earlier staged copies may still be reading a buffer (host to device): wait for all first.
+  for (CUevent ev : *evs) {
+    if ((r = call_real(GMS_REAL(cuEventSynchronize), ev)) != CUDA_SUCCESS) return r;
+  }
+  for (size_t k = 0; k < chunks && k < kBuffers && r == CUDA_SUCCESS; ++k) r = issue(k);
+  for (size_t k = 0; k < chunks && r == CUDA_SUCCESS; ++k) {
+    int b = static_cast<int>(k % kBuffers);
+    if ((r = call_real(GMS_REAL(cuEventSynchronize), (*evs)[b])) != CUDA_SUCCESS) break;
+    size_t off = k * kChunk;
+    e.crew->copy(out + off, e.buffers[b], std::min(kChunk, bytes - off));
+    if (k + kBuffers < chunks) r = issue(k + kBuffers);
+  }
+  runtime_stats().time(Timing::staged_ns, now_ns() - t0);
+  return r;
+}
+
+}  // namespace gms::act

@@ -1,0 +1,18 @@
+#pragma once
+// The staged copy: the shim's own pinned buffers and worker threads. Chunks of a pageable copy are
+// copied into (or out of) pinned staging by several threads at once while the DMA of the previous
+// chunk runs, which beats the driver's own single-threaded staging (7.4 GB/s for 1 GiB on our H100)
+// by several times without pinning the program's memory.
+#include <cstddef>
+
+#include "driver/cuda_driver.h"
+
+namespace gms::act {
+
+// Host to device. Returns once the source has been read entirely (the driver's contract for a
+// pageable source); with `wait`, once the copy is complete (synchronous copies).
+CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait);
+// Device to host: returns once the data is in `dst` (the driver's contract for pageable memory).
+CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+
+}  // namespace gms::act

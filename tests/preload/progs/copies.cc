@@ -1,0 +1,210 @@
+// (k) Fast copies from pageable memory over the stand-in driver: whole host blocks registered by
+// the shim, the registration cache, every path that must drop a registration before the memory
+// goes away (free, realloc, munmap, mremap, madvise, MAP_FIXED), a new block at a freed block's
+// address, the program's own registration of a block the shim had registered, staged copies, and
+// 16 threads copying and freeing at once. Every copy's data is checked in both directions.
+// The stand-in counts the calls that reached cuMemHostRegister_v2 / cuMemHostUnregister, so the
+// program checks the shim's registrations itself; the runner checks the shim's statistics.
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+constexpr size_t MiB = 1024 * 1024;
+constexpr size_t N = 64 * MiB;  // large enough that registering pays off on the first copy
+
+bool g_shim = false, g_register = true, g_malloc_hooked = true;
+CUdeviceptr g_dev = 0;
+
+unsigned long regs() { return fake_cuda_calls("cuMemHostRegister_v2"); }
+unsigned long unregs() { return fake_cuda_calls("cuMemHostUnregister"); }
+
+void fill(void* p, size_t n, uint32_t seed) {
+  auto* c = static_cast<unsigned char*>(p);  // may be unaligned (the slice of step 9)
+  for (size_t i = 0; i + 4 <= n; i += 4) {
+    uint32_t w = seed * 2654435761u + static_cast<uint32_t>(i);
+    std::memcpy(c + i, &w, 4);
+  }
+}
+bool same(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
+unsigned char* device_bytes() { return preload::dev_ptr<unsigned char>(g_dev); }
+
+// Host to device and back through `h`, every byte checked; both sync and async forms.
+void round_trip(void* h, size_t n, uint32_t seed) {
+  fill(h, n, seed);
+  CK(cuMemcpyHtoD(g_dev, h, n));
+  CHECK(same(device_bytes(), h, n));
+  fill(device_bytes(), n, seed + 1);
+  CK(cuMemcpyDtoHAsync(h, g_dev, n, nullptr));  // returns with the data in place (pageable contract)
+  CHECK(same(device_bytes(), h, n));
+}
+
+// Expected change of the stand-in's registration counters since a mark.
+struct Mark {
+  unsigned long r = regs(), u = unregs();
+  // dr/du: the shim's own calls; own_r/own_u: the program's, which happen with or without it.
+  void expect(unsigned long dr, unsigned long du, int line, unsigned long own_r = 0, unsigned long own_u = 0) const {
+    bool on = g_shim && g_register;
+    unsigned long want_r = (on ? dr : 0) + own_r, want_u = (on ? du : 0) + own_u;
+    if (regs() - r != want_r || unregs() - u != want_u) {
+      std::fprintf(stderr, "copies.cc:%d: registrations %lu (expected %lu), unregistrations %lu (expected %lu)\n",
+                   line, regs() - r, want_r, unregs() - u, want_u);
+      std::exit(1);
+    }
+  }
+};
+#define EXPECT_REGS(dr, du, ...) mark.expect(dr, du, __LINE__, ##__VA_ARGS__)
+
+void* map(size_t n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(p != MAP_FAILED);
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  g_shim = preload::has_arg(argc, argv, "--shim");
+  g_malloc_hooked = !preload::has_arg(argc, argv, "--sanitizer-malloc");
+  const char* mode = std::getenv("GPUMEMSHIM_REGISTER");
+  g_register = !(mode && std::strcmp(mode, "off") == 0);
+  CK(cuInit(0));
+  CUdevice d;
+  CK(cuDeviceGet(&d, 0));
+  CUcontext ctx;
+  CK(cuDevicePrimaryCtxRetain(&ctx, d));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuMemAlloc(&g_dev, 2 * N));
+
+  if (preload::has_arg(argc, argv, "--lru")) {
+    // Run with GPUMEMSHIM_REGISTER_LIMIT=100M: three 40 MiB blocks, two fit.
+    constexpr size_t B = 40 * MiB;
+    void* a = map(B);
+    void* b = map(B);
+    void* c = map(B);
+    Mark mark;
+    round_trip(a, B, 31);
+    round_trip(b, B, 33);
+    round_trip(a, B, 35);  // a is now the most recently used
+    EXPECT_REGS(2, 0);
+    round_trip(c, B, 37);  // needs room: b goes
+    EXPECT_REGS(3, 1);
+    round_trip(b, B, 39);  // copied before, so registered again: a goes (c is newer)
+    EXPECT_REGS(4, 2);
+    round_trip(c, B, 41);  // still registered: a cache hit
+    EXPECT_REGS(4, 2);
+    for (void* m : {a, b, c}) CHECK(munmap(m, B) == 0);
+    EXPECT_REGS(4, 4);
+    CK(cuMemFree(g_dev));
+    std::printf("copies ok\n");
+    return 0;
+  }
+
+  if (g_malloc_hooked) {
+    Mark mark;
+    // 1. A malloc'd block: registered at the first copy, found in the cache after.
+    void* h = std::malloc(N);
+    round_trip(h, N, 1);
+    round_trip(h, N, 3);
+    EXPECT_REGS(1, 0);
+    // 2. free drops the registration first; a new block (often at the same address) is another
+    //    block and is registered anew, never taken for the old one.
+    std::free(h);
+    EXPECT_REGS(1, 1);
+    void* h2 = std::malloc(N);
+    round_trip(h2, N, 5);
+    EXPECT_REGS(2, 1);
+    // 3. realloc: the block may move or change; the registration goes first.
+    h2 = std::realloc(h2, N + 8 * MiB);
+    CHECK(h2);
+    EXPECT_REGS(2, 2);
+    round_trip(h2, N, 7);
+    std::free(h2);
+  }
+
+  {
+    Mark mark;
+    // 4. An anonymous mapping, then munmap.
+    void* m = map(N);
+    round_trip(m, N, 11);
+    EXPECT_REGS(1, 0);
+    CHECK(munmap(m, N) == 0);
+    EXPECT_REGS(1, 1);
+    // 5. madvise(MADV_DONTNEED) discards the pages: unregistered first, registered again on reuse.
+    m = map(N);
+    round_trip(m, N, 13);
+    CHECK(madvise(m, N, MADV_DONTNEED) == 0);
+    EXPECT_REGS(2, 2);
+    round_trip(m, N, 15);
+    EXPECT_REGS(3, 2);
+    // 6. mremap moves it.
+    void* m2 = mremap(m, N, 2 * N, MREMAP_MAYMOVE);
+    CHECK(m2 != MAP_FAILED);
+    EXPECT_REGS(3, 3);
+    CHECK(munmap(m2, 2 * N) == 0);
+    // 7. mmap(MAP_FIXED) over a registered mapping replaces its pages.
+    m = map(N);
+    round_trip(m, N, 17);
+    void* fixed = mmap(m, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    CHECK(fixed == m);
+    EXPECT_REGS(4, 4);
+    // 8. The program registers a block the shim had registered: the shim steps aside, the
+    //    program's call succeeds, and from then on the registration is the program's.
+    round_trip(m, N, 19);
+    EXPECT_REGS(5, 4);
+    CK(cuMemHostRegister(m, N, 0));
+    EXPECT_REGS(5, 5, 1);  // the shim's registration dropped, the program's made
+    round_trip(m, N, 21);
+    CK(cuMemHostUnregister(m));
+    CHECK(munmap(m, N) == 0);
+    EXPECT_REGS(5, 5, 1, 1);  // munmap after the program's own unregister: nothing of the shim's left
+  }
+
+  {
+    // 9. Copies from memory no tracked block covers (here: below the tracking threshold and then
+    //    a large unaligned slice of a mapping), and unaligned edges: data must be exact.
+    void* m = map(N);
+    unsigned char* p = static_cast<unsigned char*>(m) + 123;
+    round_trip(p, N - 4096, 23);
+    CHECK(munmap(m, N) == 0);
+  }
+
+  {
+    // 10. 16 threads, each with its own block, copying and freeing at once.
+    std::vector<std::thread> threads;
+    std::vector<int> ok(16, 0);
+    for (int t = 0; t < 16; ++t) {
+      threads.emplace_back([t, &ok] {
+        CK(cuCtxSetCurrent(nullptr) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_SUCCESS);
+        CUdevice dd;
+        CK(cuDeviceGet(&dd, 0));
+        CUcontext c;
+        CK(cuDevicePrimaryCtxRetain(&c, dd));
+        CK(cuCtxSetCurrent(c));
+        CUdeviceptr dev;
+        CK(cuMemAlloc(&dev, 8 * MiB));
+        for (int i = 0; i < 4; ++i) {
+          void* h = map(8 * MiB);
+          fill(h, 8 * MiB, static_cast<uint32_t>(t * 100 + i));
+          CK(cuMemcpyHtoD(dev, h, 8 * MiB));
+          CK(cuMemcpyHtoD(dev, h, 8 * MiB));
+          if (!same(preload::dev_ptr<unsigned char>(dev), h, 8 * MiB)) return;
+          CHECK(munmap(h, 8 * MiB) == 0);
+        }
+        CK(cuMemFree(dev));
+        ok[t] = 1;
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 16; ++t) CHECK(ok[t]);
+  }
+
+  CK(cuMemFree(g_dev));
+  std::printf("copies ok\n");
+  return 0;
+}
