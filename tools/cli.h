@@ -10,5 +10,6 @@ inline constexpr int kExitCannotRun = 127;  // the command given to `run` could 
 int run_command(int argc, char** argv);
 int doctor_command(int argc, char** argv);
 int options_command(int argc, char** argv);
+int report_command(int argc, char** argv);  // tools/report/report_cmd.cc
 
 }  // namespace gms::tools

@@ -19,6 +19,7 @@ constexpr Entry kSubcommands[] = {
     {"run", gms::tools::run_command, "run a command with the shim preloaded"},
     {"doctor", gms::tools::doctor_command, "show what this machine offers the shim (driver, GPUs, CUPTI)"},
     {"options", gms::tools::options_command, "list every GPUMEMSHIM_* variable"},
+    {"report", gms::tools::report_command, "turn traces into tables, JSON, a Perfetto timeline or an HTML page"},
 };
 
 void print_usage(FILE* out) {
