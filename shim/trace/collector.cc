@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/guard.h"
