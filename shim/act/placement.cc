@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "act/residency.h"
+#include "trace/trace.h"
 #include "entry/common.h"
 
 namespace gms::act {
@@ -147,6 +148,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     case Where::out_of_memory:
       r = CUDA_ERROR_OUT_OF_MEMORY;
       say_refused(req, dev, p.reason);
+      if (trace::enabled()) trace::decision("refuse", 0, req.bytes, dev, p.reason);
       break;
   }
   bool ok = r == CUDA_SUCCESS;
@@ -164,14 +166,17 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       break;
     case Where::managed:
       s.decision(spill ? Decision::spilled_managed : Decision::converted_managed, req.bytes);
+      if (trace::enabled()) trace::decision(spill ? "spill_managed" : "convert_managed", *out, req.bytes, dev, p.reason);
       residency_track(static_cast<uintptr_t>(*out), req.bytes, dev);
       break;
     case Where::pinned:
       s.decision(spill ? Decision::spilled_pinned : Decision::converted_pinned, req.bytes);
+      if (trace::enabled()) trace::decision(spill ? "spill_pinned" : "convert_pinned", *out, req.bytes, dev, p.reason);
       break;
     case Where::out_of_memory:
       break;
   }
+  if (trace::enabled()) trace::budget(dev);
   return r;
 }
 
@@ -198,6 +203,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     r = real_free(ctx);
   }
   observe::region_released(family, r == CUDA_SUCCESS, static_cast<uintptr_t>(p), region);
+  if (region && trace::enabled()) trace::budget(region->device);
   return r;
 }
 

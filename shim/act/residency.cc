@@ -13,6 +13,7 @@
 #include "core/runtime.h"
 #include "entry/common.h"
 #include "policy/residency.h"
+#include "trace/trace.h"
 
 namespace gms::act {
 namespace {
@@ -181,18 +182,22 @@ void before_launch(CUfunction f, void** params, void** extra, CUstream stream, b
       case policy::ActionKind::prefetch_to_device:
         if (move(a.region + a.offset, a.bytes, gpu, stream, per_thread) == CUDA_SUCCESS) {
           st.decision(Decision::prefetched, a.bytes);
+          if (trace::enabled()) trace::decision("prefetch", a.region + a.offset, a.bytes, dev, "referenced by the kernel");
         }
         break;
       case policy::ActionKind::evict_to_host:
         if (move(a.region + a.offset, a.bytes, host, stream, per_thread) == CUDA_SUCCESS) {
           st.decision(Decision::evicted, a.bytes);
+          if (trace::enabled()) trace::decision("evict", a.region + a.offset, a.bytes, dev, "least recently used, for room in the budget");
         }
         break;
       case policy::ActionKind::stay_remote:
         st.decision(Decision::left_remote, a.bytes);
+        if (trace::enabled()) trace::decision("left_remote", a.region + a.offset, a.bytes, dev, "larger than the budget, or moving back and forth");
         break;
     }
   }
+  if (trace::enabled()) trace::budget(dev);
 }
 
 }  // namespace gms::act

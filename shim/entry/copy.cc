@@ -3,6 +3,7 @@
 #include "act/copy.h"
 #include "act/placement.h"
 #include "common.h"
+#include "trace/trace.h"
 
 namespace gms::entry {
 
@@ -145,6 +146,7 @@ using namespace gms::entry;
 #define GMS_COPY_HOOK(sym, params, args, RECORD)                 \
   GMS_EXPORT CUresult sym params {                               \
     GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    ::gms::trace::CopyScope trace_copy(#sym);                    \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
     RECORD;                                                      \
     return r;                                                    \
@@ -155,6 +157,7 @@ using namespace gms::entry;
 #define GMS_HOST_HOOK(sym, params, args, CALL)                   \
   GMS_EXPORT CUresult sym params {                               \
     GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    ::gms::trace::CopyScope trace_copy(#sym);                    \
     return CALL;                                                 \
   }
 #define GMS_REAL_CALL(sym, args) [&] { return call_real(GMS_REAL(sym), GMS_UNPAREN args); }

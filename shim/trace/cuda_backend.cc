@@ -8,7 +8,13 @@
 // Missing or refusing CUPTI: the header's "cupti" says why, the shim's own events are still traced.
 #include "cuda_backend.h"
 
-#include <cupti.h>
+// The shim's view of cuda.h first (every implementation under its literal name), then CUPTI's
+// types on top of it.
+#include "driver/cuda_driver.h"
+
+#include <cupti_activity.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,7 +27,6 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "driver/cuda_driver.h"
 #include "driver/libc.h"
 #include "gms/build_config.h"
 #include "names.h"
@@ -597,7 +602,6 @@ bool pcie_link(int domain, int bus, int device, int* gen, int* width) {
 void describe(Out& out) {
   auto version = driver_fn<PFN_cuDriverGetVersion_v2020>("cuDriverGetVersion");
   auto count_fn = driver_fn<PFN_cuDeviceGetCount_v2000>("cuDeviceGetCount");
-  auto get = driver_fn<PFN_cuDeviceGet_v2000>("cuDeviceGet");
   auto name_fn = driver_fn<PFN_cuDeviceGetName_v2000>("cuDeviceGetName");
   auto total_fn = driver_fn<PFN_cuDeviceTotalMem_v3020>("cuDeviceTotalMem_v2");
   auto attr = driver_fn<PFN_cuDeviceGetAttribute_v2000>("cuDeviceGetAttribute");
@@ -606,10 +610,9 @@ void describe(Out& out) {
   out.key("cuda_version").i64(CUDA_VERSION);
   out.key("devices").chr('[');
   int count = 0;
-  if (!count_fn || !get || count_fn(&count) != CUDA_SUCCESS) count = 0;
+  if (!count_fn || count_fn(&count) != CUDA_SUCCESS) count = 0;
   for (int i = 0; i < count && i < DeviceLedger::kMaxDevices; ++i) {
-    CUdevice dev = 0;
-    if (get(&dev, i) != CUDA_SUCCESS) continue;
+    CUdevice dev = i;  // a device handle is its ordinal (as the shim's placement code assumes too)
     char name[256] = "";
     if (name_fn) name_fn(name, sizeof(name), dev);
     size_t total = 0;
@@ -634,6 +637,7 @@ const Backend kBackend = {start_cupti, describe, header_extra, flush_cupti, fork
 }  // namespace
 
 void attach_cuda_backend() {
+  ShimScope scope;
   set_backend(&kBackend);
   if (!configured()) return;
   // NVTX reaches CUPTI only through its injection hook, read from the environment at the
@@ -644,9 +648,3 @@ void attach_cuda_backend() {
 }
 
 }  // namespace gms::trace
-
-// Flushes CUPTI's records and the shim's events to the trace file now; 0 when written, -1 when
-// the process is not tracing. For programs that end with _exit or are killed at a known point.
-extern "C" __attribute__((visibility("default"))) int gpumemshim_trace_flush(void) {
-  return gms::trace::flush() ? 0 : -1;
-}
