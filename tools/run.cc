@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -52,6 +53,9 @@ void print_option_flags() {
       std::printf("  %-24s =FILE, JSON written to FILE (%%p = pid); =json, JSON on stderr\n", "");
       continue;
     }
+    if (std::string(o.name) == "GPUMEMSHIM_TRACE_FAULTS") {
+      std::printf("  %-24s sets %s=1: page faults in the trace too\n", "--faults", o.name);
+    }
     std::string usage = flag_for(o) + " VALUE";
     std::printf("  %-24s sets %s (default %s)\n", usage.c_str(), o.name, *o.default_value ? o.default_value : "empty");
     std::printf("  %-24s %s\n", "", o.accepted);
@@ -85,15 +89,19 @@ bool take_value(int argc, char** argv, int* i, bool has_inline, std::string* val
   return true;
 }
 
-// A relative stats file is made absolute: the shim writes it at exit, from whatever directory the
-// program (or one of its children) has moved to by then.
-std::string absolute_stats_value(const std::string& value) {
-  StatsTarget target;
-  if (!parse_value(value.c_str(), &target) || target.kind != StatsTarget::Kind::json_file) return value;
-  if (value[0] == '/') return value;
+// A relative path is made absolute: the shim writes it later, from whatever directory the program
+// (or one of its children) has moved to by then.
+std::string absolute_path(const std::string& value) {
+  if (value.empty() || value[0] == '/') return value;
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof(cwd))) return value;
   return std::string(cwd) + "/" + value;
+}
+
+std::string absolute_stats_value(const std::string& value) {
+  StatsTarget target;
+  if (!parse_value(value.c_str(), &target) || target.kind != StatsTarget::Kind::json_file) return value;
+  return absolute_path(value);
 }
 
 // --stats alone means text on stderr, so a following word is never its value: it may be the command.
@@ -123,10 +131,15 @@ int parse_one_option(int argc, char** argv, int* i, RunRequest* req) {
   std::string value = has_inline ? arg.substr(eq + 1) : "";
   if (flag == "--stats") return parse_stats(value, has_inline, req);
   if (flag == "--env") return parse_env(argc, argv, i, value, has_inline, req);
+  if (flag == "--faults" && !has_inline) {  // a switch: a following word is never its value
+    req->env.emplace_back("GPUMEMSHIM_TRACE_FAULTS", "1");
+    return -1;
+  }
   const OptionInfo* option = flag.rfind("--", 0) == 0 ? option_for_flag(flag.substr(2)) : nullptr;
   if (!option) return usage_error("unknown option '" + arg + "'");
   if (!take_value(argc, argv, i, has_inline, &value)) return usage_error(flag + " needs a value");
   if (!value_is_valid(option->name, value)) return invalid_value(flag, value, option->name);
+  if (std::string(option->name) == "GPUMEMSHIM_TRACE") value = absolute_path(value);
   req->env.emplace_back(option->name, value);
   return -1;
 }
@@ -159,19 +172,27 @@ bool environment_is_valid() {
   return ok;
 }
 
-// A stats file is written at exit, possibly hours later: a directory that cannot take it is better
-// found now. Paths with a pattern in the directory part are left to the shim.
+// A directory that cannot take a file the shim writes later (statistics at exit, the trace at the
+// first event) is better found now. Paths with a pattern in the directory part are left to the shim.
+bool directory_is_writable(const char* variable, const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (dir.find('%') != std::string::npos || access(dir.c_str(), W_OK | X_OK) == 0) return true;
+  std::fprintf(stderr, "gpumemshim run: %s='%s': cannot write into directory '%s' (%s)\n", variable, path.c_str(),
+               dir.c_str(), strerror(errno));
+  return false;
+}
+
 bool stats_directory_is_writable() {
   const char* value = getenv("GPUMEMSHIM_STATS");
   StatsTarget target;
   if (!value || !parse_value(value, &target) || target.kind != StatsTarget::Kind::json_file) return true;
-  std::string path = target.path;
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (dir.find('%') != std::string::npos || access(dir.c_str(), W_OK | X_OK) == 0) return true;
-  std::fprintf(stderr, "gpumemshim run: GPUMEMSHIM_STATS='%s': cannot write into directory '%s' (%s)\n", value,
-               dir.c_str(), strerror(errno));
-  return false;
+  return directory_is_writable("GPUMEMSHIM_STATS", target.path);
+}
+
+bool trace_directory_is_writable() {
+  const char* value = getenv("GPUMEMSHIM_TRACE");
+  return !value || !*value || directory_is_writable("GPUMEMSHIM_TRACE", value);
 }
 
 // Finds the shim next to this command and puts it first in LD_PRELOAD.
@@ -196,6 +217,7 @@ bool set_preload() {
 }
 
 int run_child(const RunRequest& req) {
+  time_t started = time(nullptr);
   ChildResult child = spawn_and_wait(req.command);
   if (!child.started) {
     std::fprintf(stderr, "gpumemshim run: cannot execute '%s': %s\n", req.command[0].c_str(),
@@ -204,7 +226,8 @@ int run_child(const RunRequest& req) {
   }
   int code = exit_code_of(child.wait_status);
   const char* stats = getenv("GPUMEMSHIM_STATS");
-  print_closing_summary(RunOutcome{child, code, stats ? stats : ""});
+  const char* trace = getenv("GPUMEMSHIM_TRACE");
+  print_closing_summary(RunOutcome{child, code, stats ? stats : "", trace ? trace : "", started});
   return code;
 }
 
@@ -215,7 +238,7 @@ int run_command(int argc, char** argv) {
   int status = parse_run_args(argc, argv, &req);
   if (status >= 0) return status;
   for (const auto& [name, value] : req.env) setenv(name.c_str(), value.c_str(), 1);
-  if (!environment_is_valid() || !stats_directory_is_writable()) return kExitUsage;
+  if (!environment_is_valid() || !stats_directory_is_writable() || !trace_directory_is_writable()) return kExitUsage;
   if (!set_preload()) return kExitUsage;
   return run_child(req);
 }
