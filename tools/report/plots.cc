@@ -292,10 +292,11 @@ Plot fault_plot(const TraceSet& set, const Report& r) {
     const char* color;
     double radius;
   };
-  const Kind kinds[] = {{k.gpu_fault, "GPU page faults", "#D55E00", 3},
-                        {k.cpu_fault, "CPU page faults", "#0072B2", 3},
-                        {k.htod, "migrations host to device", "#009E73", 2},
+  // Migrations first, so that the faults that caused them are drawn on top.
+  const Kind kinds[] = {{k.htod, "migrations host to device", "#009E73", 2},
                         {k.dtoh, "migrations device to host", "#E69F00", 2},
+                        {k.gpu_fault, "GPU page faults", "#D55E00", 3},
+                        {k.cpu_fault, "CPU page faults", "#0072B2", 3},
                         {k.thrashing, "thrashing", "#000000", 4}};
   std::vector<PlotSeries> series(std::size(kinds));
   for (size_t i = 0; i < std::size(kinds); ++i) {
@@ -331,7 +332,7 @@ Plot fault_plot(const TraceSet& set, const Report& r) {
   c.id = "plot-faults";
   c.title = "Page faults and migrations over address and time";
   c.x_label = axis.label;
-  c.y_label = "address (one band per region; offset within it)";
+  c.y_label = "address (a band per region)";
   c.x_max = in_units(set.span_ns, axis);
   c.y_max = static_cast<double>(bands.size() + (has_other ? 1 : 0));
   if (c.y_max == 0) c.y_max = 1;
@@ -339,7 +340,7 @@ Plot fault_plot(const TraceSet& set, const Report& r) {
   Plot p;
   p.svg = render_svg(c);
   p.caption = "Each dot is one CUPTI record at its start time; a band is a region (the busiest " +
-              std::to_string(kMaxBands) + " at most), its height the region's size.";
+              std::to_string(kMaxBands) + " at most), the dot's height in it the record's offset in the region.";
   bool any_faults = false;
   for (const TraceFile& f : set.files) any_faults = any_faults || f.faults;
   if (!any_faults) p.caption += " Fault records were not asked for (GPUMEMSHIM_TRACE_FAULTS=1): migrations only.";

@@ -119,7 +119,9 @@ std::string render_svg(const XYChart& c) {
     grid += "<line x1=\"" + num(X(t)) + "\" y1=\"" + num(top) + "\" x2=\"" + num(X(t)) + "\" y2=\"" + num(bottom) + "\"/>";
     labels += text_el(X(t), bottom + 16, "middle", tick_label(t));
   }
-  if (c.y_labels.empty()) {
+  if (c.series.empty()) {
+    // Nothing drawn: numbers on the y axis would only suggest a scale that means nothing.
+  } else if (c.y_labels.empty()) {
     for (double t : nice_ticks(c.y_min, c.y_max, 5)) {
       if (t < c.y_min || t > c.y_max) continue;
       grid += "<line x1=\"" + num(left) + "\" y1=\"" + num(Y(t)) + "\" x2=\"" + num(right) + "\" y2=\"" + num(Y(t)) + "\"/>";

@@ -50,30 +50,32 @@ std::vector<std::string> summary_lines(const TraceSet& set) {
 
 Table totals_table(const Report& r) {
   const Totals& t = r.totals;
-  Table tab{"totals", "Totals", {"what", "amount"}, {false, true}, {}, {}, ""};
-  auto row = [&](std::string what, std::string value) { tab.rows.push_back({std::move(what), std::move(value)}); };
+  Table tab{"totals", "Totals", {"what", "amount", ""}, {false, true, false}, {}, {}, ""};
+  auto row = [&](std::string what, std::string value, std::string detail = "") {
+    tab.rows.push_back({std::move(what), std::move(value), std::move(detail)});
+  };
   row("migrated host to device", bytes(t.um.htod));
   row("migrated device to host", bytes(t.um.dtoh));
   row("migrated device to device", bytes(t.um.dtod));
-  for (const auto& [cause, n] : t.migrated_by_cause) row("  migrated by cause: " + cause, bytes(n));
+  for (const auto& [cause, n] : t.migrated_by_cause) row("  by cause: " + cause, bytes(n));
   row("GPU page faults", count(t.um.gpu_faults));
   row("CPU page faults", count(t.um.cpu_faults));
   row("thrashing", count(t.um.thrashing));
   row("throttling", count(t.um.throttling));
   row("remote maps", count(t.um.remote_maps));
-  row("kernel launches", count(t.kernels) + " (" + human_duration(t.kernel_ns) + ")");
-  row("explicit copies", count(r.copies.all.count) + " (" + bytes(r.copies.all.bytes) + ")");
-  row("allocations", count(t.allocations) + " (" + bytes(t.alloc_bytes) + "), " + count(t.frees) + " frees");
-  row("dropped records", count(t.dropped_total) + " (shim " + count(t.dropped_shim) + ", CUPTI " +
-                             count(t.dropped_cupti) + ")");
+  row("kernel launches", count(t.kernels), human_duration(t.kernel_ns));
+  row("explicit copies", count(r.copies.all.count), bytes(r.copies.all.bytes));
+  row("allocations", count(t.allocations), bytes(t.alloc_bytes) + ", " + counted(t.frees, "free", "frees"));
+  row("dropped records", count(t.dropped_total),
+      "shim " + count(t.dropped_shim) + ", CUPTI " + count(t.dropped_cupti));
   int64_t unknown_lines = 0;
   std::string types;
   for (const auto& [type, n] : t.unknown_types) {
     unknown_lines += n;
     types += (types.empty() ? "" : ", ") + type;
   }
-  row("ignored", count(unknown_lines) + " lines of unknown types" + (types.empty() ? "" : " (" + types + ")") + ", " +
-                     count(t.unknown_keys) + " unknown keys");
+  row("lines of unknown types", count(unknown_lines), types.empty() ? "" : "ignored: " + types);
+  row("unknown keys", count(t.unknown_keys), t.unknown_keys ? "ignored" : "");
   return tab;
 }
 
