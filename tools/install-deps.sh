@@ -19,6 +19,7 @@ if ((want_tests)); then
   command -v python3 >/dev/null || required+=(python3)
   [[ -f /usr/include/gtest/gtest.h ]] || required+=(libgtest-dev)
   command -v valgrind >/dev/null || optional+=(valgrind)
+  command -v chromium >/dev/null || optional+=(chromium)  # the HTML report's browser test
 fi
 
 install() {
