@@ -359,6 +359,10 @@ TEST(ReportUnits, HumanNumbers) {
   EXPECT_EQ(hex_address(0x7f00deadbeefULL), "0x7f00deadbeef");
   EXPECT_EQ(ellipsize("abcdefghij", 6), "abc...");
   EXPECT_EQ(site_label({{"/lib/libgpumemshim.so", "0x1", "hook"}, {"/bin/app", "0x2a", ""}}), "app+0x2a");
+  EXPECT_EQ(site_label({{"/bin/app", "0x2a", ""}, {"/bin/app", "0x30", "site_a"}, {"/bin/app", "0x9", "main"}}),
+            "site_a [app+0x2a]");
+  EXPECT_EQ(site_label({{"/usr/lib/libcuda.so.1", "0x5", "cuMemAlloc_v2"}}), "cuMemAlloc_v2");
+  EXPECT_EQ(site_label({}), "");
 }
 
 }  // namespace

@@ -316,18 +316,28 @@ std::string site_label(const std::vector<SiteFrame>& frames) {
     }
     return false;
   };
-  const SiteFrame* pick = nullptr;
+  auto where = [](const SiteFrame& fr) {
+    if (fr.module.empty()) return fr.offset;
+    return fr.module.substr(fr.module.find_last_of('/') + 1) + "+" + fr.offset;
+  };
+  // The innermost frame of the program, and the innermost one with a name: a static helper that
+  // dladdr cannot name often sits between the allocation and the function that matters.
+  bool all_plumbing = std::all_of(frames.begin(), frames.end(), [&](const SiteFrame& f) { return is_plumbing(f.module); });
+  const SiteFrame* first = nullptr;
+  const SiteFrame* named = nullptr;
   for (const SiteFrame& fr : frames) {
-    if (!is_plumbing(fr.module)) {
-      pick = &fr;
+    if (!all_plumbing && is_plumbing(fr.module)) continue;
+    if (!first) first = &fr;
+    if (!fr.symbol.empty()) {
+      named = &fr;
       break;
     }
   }
-  if (!pick && !frames.empty()) pick = &frames.front();
-  if (!pick) return "";
-  if (!pick->symbol.empty()) return pick->symbol;
-  if (pick->module.empty()) return pick->offset;
-  return pick->module.substr(pick->module.find_last_of('/') + 1) + "+" + pick->offset;
+  if (!first) return "";
+  if (named == first) return named->symbol;
+  // Both, so that two sites named by the same caller through different helpers stay apart.
+  if (named) return named->symbol + " [" + where(*first) + "]";
+  return where(*first);
 }
 
 Report analyze(TraceSet& set, const AnalyzeOptions& options) {
