@@ -27,23 +27,24 @@ const char* copy_path_name(CopyPath p) {
 
 CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyRequest& r) {
   if (r.block_registered) return CopyPath::registered;
+  double best = pageable_seconds(c, r.bytes);
+  CopyPath path = CopyPath::driver;
+  if (r.may_stage && r.bytes >= c.stage_min_bytes) {
+    double staged = seconds(r.bytes, c.staged_gbps);
+    if (staged < best) best = staged, path = CopyPath::staged;
+  }
   if (mode != RegisterMode::off && r.block_known && r.fits_cache) {
     if (mode == RegisterMode::always) return CopyPath::register_block;
     // Touched pages register fast; a destination block never copied into may be fresh memory.
     bool touched = r.host_is_source || r.earlier_copies > 0;
     double reg = c.register_fixed_us * 1e-6 +
                  seconds(r.block_bytes, touched ? c.register_touched_gbps : c.register_untouched_gbps);
-    double pinned = seconds(r.bytes, c.pinned_gbps);
-    double saving = pageable_seconds(c, r.bytes) - pinned;
-    // Pays off on this copy alone, or would have paid off over the copies of this block seen so
-    // far (a block that is copied again and again is likely to be copied again).
-    if (reg < saving * (1.0 + r.earlier_copies)) return CopyPath::register_block;
+    // A block copied again and again is likely to be copied again: its registration is spread
+    // over the copies seen so far, this one included.
+    double registered = reg / (1.0 + r.earlier_copies) + seconds(r.bytes, c.pinned_gbps);
+    if (registered < best) path = CopyPath::register_block;
   }
-  if (r.may_stage && r.bytes >= c.stage_min_bytes &&
-      seconds(r.bytes, c.staged_gbps) < pageable_seconds(c, r.bytes)) {
-    return CopyPath::staged;
-  }
-  return CopyPath::driver;
+  return path;
 }
 
 bool RegistrationCache::touch(uint64_t key) {

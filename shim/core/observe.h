@@ -45,6 +45,8 @@ using AskDriver = PtrKind (*)(uintptr_t addr);
 PtrKind classify(CopyEnd end, AskDriver ask_driver);
 // Records one copy (bytes in one direction); `peer` for the cuMemcpyPeer family.
 void copy_one(CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer, AskDriver ask_driver);
+// The same, with both ends already classified (the hook needed to know them anyway).
+void copy_classified(PtrKind dst, PtrKind src, uint64_t bytes, bool peer);
 // The call as a whole: its count, its total bytes, and whether it failed.
 void copy_call(bool ok, uint64_t bytes);
 

@@ -1,5 +1,7 @@
 // Copy and memset entry points: every direction, sync and async, 2D/3D/peer/batch, and the
 // per-thread-default-stream variants of each.
+#include <optional>
+
 #include "act/copy.h"
 #include "act/placement.h"
 #include "common.h"
@@ -52,21 +54,23 @@ void linear_copy(CUresult r, CopyEnd dst, CopyEnd src, uint64_t bytes, bool peer
 
 // A copy between the host and a device: pageable host memory goes through act/copy (registered,
 // staged, or the driver's way); everything else is the program's call unchanged.
+// `host_kind`: the host end, already classified by the caller, or unknown (typed copies).
 template <typename F>
 CUresult host_device_copy(act::HostCopyDir dir, const void* host_ptr, CUdeviceptr dev_ptr, size_t n, CUstream st,
-                          bool async, bool per_thread, F&& real) {
-  CopyEnd h = host(host_ptr);
+                          bool async, bool per_thread, F&& real,
+                          std::optional<observe::PtrKind> host_kind = std::nullopt) {
+  observe::PtrKind hk = host_kind ? *host_kind : observe::classify(host(host_ptr), nullptr);
   CUresult r;
-  if (observe::classify(h, nullptr) == observe::PtrKind::pageable) {
+  if (hk == observe::PtrKind::pageable) {
     act::HostCopy c{dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread};
     r = act::copy_pageable(c, act::invoke<F>, &real);
   } else {
     r = real();
   }
-  if (dir == act::HostCopyDir::htod) {
-    linear_copy(r, dev(dev_ptr), h, n, false);
-  } else {
-    linear_copy(r, h, dev(dev_ptr), n, false);
+  observe::copy_call(ok(r), n);
+  if (ok(r)) {
+    bool in = dir == act::HostCopyDir::htod;
+    observe::copy_classified(in ? observe::PtrKind::device : hk, in ? hk : observe::PtrKind::device, n, false);
   }
   return r;
 }
@@ -79,14 +83,15 @@ CUresult unified_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, bool 
   observe::PtrKind sk = observe::classify(unified(s), ask_driver);
   if (sk == observe::PtrKind::pageable && dk == observe::PtrKind::device) {
     return host_device_copy(act::HostCopyDir::htod, reinterpret_cast<const void*>(s), d, n, st, async, per_thread,
-                            real);
+                            real, sk);
   }
   if (dk == observe::PtrKind::pageable && sk == observe::PtrKind::device) {
     return host_device_copy(act::HostCopyDir::dtoh, reinterpret_cast<const void*>(d), s, n, st, async, per_thread,
-                            real);
+                            real, dk);
   }
   CUresult r = real();
-  linear_copy(r, unified(d), unified(s), n, false);
+  observe::copy_call(ok(r), n);
+  if (ok(r)) observe::copy_classified(dk, sk, n, false);
   return r;
 }
 

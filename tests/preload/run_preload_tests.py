@@ -24,6 +24,8 @@ but a -DGMS_SANITIZE=thread shim does not start yet: see the README.)
 import argparse
 import json
 import os
+import resource
+import signal
 import shutil
 import subprocess
 import sys
@@ -70,6 +72,9 @@ class Expect:
         self.live = {k: 0 for k in MEM_KINDS}
         self.peak = {k: 0 for k in MEM_KINDS}
         self.anomalies = {a: 0 for a in ANOMALIES}
+        # Regions made and gone, (kind, bytes) in program order: the trace's alloc and free events.
+        self.regions_made = []
+        self.regions_gone = []
 
     # primitives
     def call(self, family, nbytes=0, ok=True):
@@ -94,10 +99,14 @@ class Expect:
     def alloc(self, family, kind, n):
         self.call(family, n)
         self.live_add(kind, n)
+        if kind != "host_block":
+            self.regions_made.append((kind, n))
 
     def free(self, family, kind, n):
         self.call(family, n)
         self.live_sub(kind, n)
+        if kind != "host_block":
+            self.regions_gone.append((kind, n))
 
     def _move(self, n, direction, host_kind):
         self.directions[direction]["calls"] += 1
@@ -288,7 +297,7 @@ class PreloadCase(unittest.TestCase):
         libs.append(Config.shim)
         return ":".join(libs)
 
-    def run_program(self, name, *args, env=None, shim=True, expect_rc=0, timeout=180, fake_dir=None):
+    def run_program(self, name, *args, env=None, shim=True, expect_rc=0, timeout=180, fake_dir=None, preexec=None):
         tmp = tempfile.mkdtemp(prefix="gms-preload-")
         self.addCleanup(shutil.rmtree, tmp, True)
         e = self.base_env(fake_dir or (Config.old_fake_dir if name == "old_driver" else None))
@@ -307,7 +316,7 @@ class PreloadCase(unittest.TestCase):
                 else:
                     e[k] = v
         try:
-            proc = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout, preexec_fn=preexec)
         except subprocess.TimeoutExpired as exc:
             self.fail(f"{' '.join(cmd)} did not finish in {timeout}s (deadlock?)\n{exc.stdout}\n{exc.stderr}")
         if proc.returncode != expect_rc:
@@ -358,7 +367,7 @@ class PreloadCase(unittest.TestCase):
 # ---- the tests --------------------------------------------------------------------------------------------
 
 ALL_PROGRAMS = ["direct", "direct_ptds", "dlopen", "procaddr", "rtld_next", "old_dlsym", "threads", "fork",
-                "host", "bad_input", "old_driver"]
+                "host", "bad_input", "old_driver", "trace"]
 
 
 class PreloadBaseline(PreloadCase):
@@ -577,18 +586,24 @@ class PreloadCopies(PreloadCase):
     def decisions(self, run):
         return self.only_stats(run)["decisions"]
 
-    def test_registration_by_the_cost_model(self):
-        d = self.decisions(self.run_program("copies"))
-        # 9 blocks in the main part (6 when the sanitizer owns malloc: steps 1 to 3 are skipped),
-        # registered at their first copy (64 MiB pays at once); each thread's 4 blocks of 8 MiB are
-        # staged at their first copy and registered at the second.
+    def test_every_invalidation_path(self):
+        # REGISTER=always: the program checks the stand-in's register/unregister counts after each
+        # step. 9 blocks in the main part (6 when the sanitizer owns malloc: steps 1 to 3 skipped),
+        # and each thread's 4 blocks of 8 MiB.
+        d = self.decisions(self.run_program("copies", env={"GPUMEMSHIM_REGISTER": "always"}))
         regs = (6 if Config.shadowed_malloc() else 9) + 64
         self.assertEqual(d["registered"]["calls"], regs)
         self.assertEqual(d["unregistered"]["calls"], regs, "every registration dropped before its memory went")
         self.assertEqual(d["invalidated"]["calls"], regs)
-        self.assertEqual(d["copy_staged"]["calls"], 64)
+        self.assertEqual(d["copy_staged"]["calls"], 0)
         self.assertEqual(d["cache_evicted"]["calls"], 0)
         self.assertGreater(d["cache_hit"]["calls"], 0)
+
+    def test_auto_stages_one_shot_copies_and_registers_reused_blocks(self):
+        d = self.decisions(self.run_program("copies"))
+        self.assertGreater(d["copy_staged"]["calls"], 0)
+        self.assertGreater(d["registered"]["calls"], 0, "blocks copied again and again get registered")
+        self.assertEqual(d["registered"]["calls"], d["unregistered"]["calls"], "none outlives its memory")
 
     def test_register_off_stages_large_copies(self):
         d = self.decisions(self.run_program("copies", env={"GPUMEMSHIM_REGISTER": "off"}))
@@ -597,7 +612,8 @@ class PreloadCopies(PreloadCase):
         self.assertGreater(d["copy_staged"]["calls"], 64)
 
     def test_a_small_limit_evicts_least_recently_used(self):
-        d = self.decisions(self.run_program("copies", "--lru", env={"GPUMEMSHIM_REGISTER_LIMIT": "100M"}))
+        d = self.decisions(self.run_program("copies", "--lru", env={"GPUMEMSHIM_REGISTER_LIMIT": "100M",
+                                                                     "GPUMEMSHIM_REGISTER": "always"}))
         self.assertEqual(d["registered"]["calls"], 4)
         self.assertEqual(d["cache_evicted"]["calls"], 2)
         self.assertEqual(d["invalidated"]["calls"], 2)
@@ -695,6 +711,367 @@ class PreloadOldDriver(PreloadCase):
         # the older driver has, so it runs, under the shim (which exports more) as without it.
         run = self.run_program("direct", fake_dir=Config.old_fake_dir)
         self.assert_stats(self.only_stats(run), Expect().workload(64 * KiB))
+
+
+# ---- the trace (GPUMEMSHIM_TRACE; shim/trace/FORMAT.md) ------------------------------------------------------
+
+TRACE_EVENTS = {"alloc", "free", "copy", "decision", "budget", "register", "unregister", "cache",
+                "kernel", "memcpy", "memset", "um", "range"}
+TRACE_BOOKKEEPING = {"site", "dropped"}
+
+
+def limit_file_size(limit, ignore_sigxfsz):
+    """A preexec_fn: a file-size limit (writes past it fail with EFBIG, and raise SIGXFSZ)."""
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        if ignore_sigxfsz:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return apply
+
+
+class PreloadTrace(PreloadCase):
+    """(l) The trace: a valid header, exactly the allocations, frees and copies the program made (the
+    statistics' counts), an `end` line; call sites, decisions and budgets; fork children; flush on
+    demand; and a file that cannot be written (missing directory, planted symlink, full disk) never
+    stops the program."""
+
+    def trace_dir(self):
+        d = tempfile.mkdtemp(prefix="gms-trace-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+    def traced(self, name, *args, env=None, pattern="trace-%p.jsonl", directory=None, **kw):
+        d = directory or self.trace_dir()
+        e = {"GPUMEMSHIM_TRACE": os.path.join(d, pattern)}
+        e.update(env or {})
+        return self.run_program(name, *args, env=e, **kw), d
+
+    def read_trace(self, path):
+        lines = []
+        with open(path, encoding="utf-8") as f:
+            for number, text in enumerate(f, 1):
+                self.assertTrue(text.endswith("\n"), f"{path}:{number}: a line without its end")
+                try:
+                    lines.append(json.loads(text))
+                except ValueError as exc:
+                    self.fail(f"{path}:{number} is not JSON ({exc}): {text!r}")
+        self.assertTrue(lines, f"{path} is empty")
+        return lines
+
+    def traces(self, d):
+        """pid -> lines of every trace-<pid>.jsonl in d."""
+        out = {}
+        for f in sorted(os.listdir(d)):
+            if f.startswith("trace-") and f.endswith(".jsonl"):
+                lines = self.read_trace(os.path.join(d, f))
+                self.assertEqual(f, f"trace-{lines[0]['pid']}.jsonl", "%p must expand to the writer's pid")
+                out[lines[0]["pid"]] = lines
+        self.assertEqual([f for f in os.listdir(d) if ".tmp-" in f], [], "a temporary file was left behind")
+        return out
+
+    def only_trace(self, d):
+        t = self.traces(d)
+        self.assertEqual(len(t), 1, f"expected one trace file, got those of pids {sorted(t)}")
+        return next(iter(t.values()))
+
+    def check_trace(self, lines, program, pid=None, complete=True):
+        """Header, end line and bookkeeping; returns the event lines."""
+        h = lines[0]
+        self.assertEqual((h.get("type"), h.get("format"), h.get("version")), ("header", "gpumemshim-trace", 1), h)
+        if pid is not None:
+            self.assertEqual(h["pid"], pid)
+        self.assertTrue(h["argv"][0].endswith("/preload_" + program), h["argv"])
+        self.assertIsInstance(h["t0_ns"], int)
+        self.assertRegex(h["wall_t0"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertTrue(h["host"])
+        self.assertEqual(len(h["devices"]), 1, h["devices"])
+        dev = h["devices"][0]
+        self.assertEqual((dev["index"], dev["total_bytes"]), (0, 16 << 30))
+        self.assertIn("fake device", dev["name"])
+        self.assertLessEqual(dev["budget_bytes"], dev["total_bytes"])
+        # CUPTI refuses the stand-in driver: the header says why, in one line.
+        self.assertIsInstance(h["cupti"], str)
+        self.assertNotEqual(h["cupti"], "ok")
+        self.assertTrue(h["cupti"].strip() and "\n" not in h["cupti"])
+        self.assertIsInstance(h["faults"], bool)
+        body = lines[1:]
+        if complete:
+            end = lines[-1]
+            self.assertEqual(end["type"], "end", "the last line of a finished trace")
+            body = lines[1:-1]
+        else:
+            self.assertNotEqual(lines[-1]["type"], "end")
+        kinds = {l["type"] for l in body}
+        self.assertEqual(kinds - TRACE_EVENTS - TRACE_BOOKKEEPING, set(), "unknown line types")
+        self.assertNotIn("header", kinds)
+        events = [l for l in body if l["type"] in TRACE_EVENTS]
+        for e in events:
+            self.assertIsInstance(e["t"], int, e)
+            self.assertGreaterEqual(e["t"], 0, e)
+        if complete:
+            self.assertEqual(end["events"], len(events), "the end line counts the event lines")
+            self.assertEqual(end["dropped"], 0)
+            self.assertNotIn("dropped", kinds)
+            self.assertGreaterEqual(end["t"], max([e["t"] for e in events], default=0))
+        return events
+
+    def assert_events(self, events, expect, stats):
+        """Exactly the regions and copies the program made: the model's, and the statistics' counts."""
+        made = sorted((e["kind"], e["bytes"]) for e in events if e["type"] == "alloc")
+        gone = sorted(e["bytes"] for e in events if e["type"] == "free")
+        self.assertEqual(made, sorted(expect.regions_made))
+        self.assertEqual(gone, sorted(n for _, n in expect.regions_gone))
+        live = set()
+        for e in events:
+            if e["type"] == "alloc":
+                self.assertRegex(e["ptr"], r"^0x[0-9a-f]+$")
+                self.assertEqual(e["placement"], "passthrough" if e["kind"] != "device" else e["placement"])
+                self.assertTrue(e["api"].startswith("cu"), e)
+                live.add(e["ptr"])
+            elif e["type"] == "free":
+                self.assertIn(e["ptr"], live, f"a free of a region the trace never made: {e}")
+        copies = [e for e in events if e["type"] == "copy"]
+        for direction in DIRECTIONS:
+            mine = [c for c in copies if c["dir"] == direction]
+            want = stats["copies_by_direction"][direction]
+            self.assertEqual((len(mine), sum(c["bytes"] for c in mine)), (want["calls"], want["bytes"]), direction)
+        for kind in HOST_KINDS:
+            mine = [c for c in copies if c.get("host_kind") == kind]
+            want = stats["copies_by_host_kind"][kind]
+            self.assertEqual((len(mine), sum(c["bytes"] for c in mine)), (want["calls"], want["bytes"]), kind)
+        for c in copies:
+            self.assertTrue(c["api"] and c["api"].startswith("cuMemcpy"), c)
+            self.assertEqual(c["path"], "driver")
+            self.assertGreaterEqual(c["dur_ns"], 0)
+            self.assertEqual("host_kind" in c, c["dir"] not in ("dtod", "peer"), c)
+
+    def test_events_equal_the_statistics(self):
+        models = {
+            "direct": lambda: Expect().workload(64 * KiB),
+            "direct_ptds": lambda: Expect().workload(64 * KiB),
+            "dlopen": lambda: Expect().workload(64 * KiB),
+            "old_dlsym": lambda: Expect().workload(64 * KiB),
+            "procaddr": lambda: Expect().workload(64 * KiB).workload(64 * KiB).every_hook(),
+            "bad_input": PreloadBadInput.expected,
+        }
+        for name, model in models.items():
+            with self.subTest(program=name):
+                run, d = self.traced(name)
+                stats = self.only_stats(run)
+                self.assert_stats(stats, model())
+                events = self.check_trace(self.only_trace(d), name, pid=stats["pid"])
+                self.assert_events(events, model(), stats)
+                self.assert_quiet(run)
+
+    def test_sixteen_threads(self):
+        run, d = self.traced("threads")
+        stats = self.only_stats(run)
+        expect = PreloadThreads.expected(PreloadThreads)
+        self.assert_stats(stats, expect)
+        t = PreloadThreads  # per thread: its pinned buffer, ITERS device buffers of T, one of P
+        expect.regions_made = ([("pinned_host", t.T)] + [("device", t.T)] * t.ITERS + [("device", t.P)]) * t.THREADS
+        expect.regions_gone = list(expect.regions_made)
+        events = self.check_trace(self.only_trace(d), "threads", pid=stats["pid"])
+        self.assert_events(events, expect, stats)
+        self.assert_quiet(run)
+
+    def test_call_sites(self):
+        run, d = self.traced("trace", "--sites")
+        lines = self.only_trace(d)
+        if lines[0]["sites_min_bytes"] == 0:
+            self.skipTest("built without libunwind: no call sites")
+        self.assertEqual(lines[0]["sites_min_bytes"], 1 * MiB)
+        events = self.check_trace(lines, "trace")
+        allocs = [e for e in events if e["type"] == "alloc"]
+        self.assertEqual([a["bytes"] for a in allocs], [2 * MiB] * 4 + [4096])
+        ids = [a.get("site") for a in allocs]
+        self.assertIsNone(ids[4], "4 KiB is below GPUMEMSHIM_TRACE_SITES")
+        self.assertTrue(all(ids[:4]), ids)
+        self.assertEqual(len(set(ids[:3])), 1, "one call site, one id")
+        self.assertNotEqual(ids[3], ids[0])
+        sites = {}
+        for i, l in enumerate(lines):
+            if l["type"] == "site":
+                self.assertNotIn(l["id"], sites, "a site line is written once")
+                first_use = next(j for j, e in enumerate(lines) if e.get("type") == "alloc" and e.get("site") == l["id"])
+                self.assertLess(i, first_use, "a site line comes before its first use")
+                sites[l["id"]] = l["frames"]
+        self.assertEqual(sorted(sites), sorted({ids[0], ids[3]}))
+        for sid, fn in ((ids[0], "site_a"), (ids[3], "site_b")):
+            frames = sites[sid]
+            self.assertTrue(frames)
+            for f in frames:
+                self.assertEqual(set(f), {"module", "offset", "symbol"})
+                self.assertRegex(f["offset"], r"^0x[0-9a-f]+$")
+            self.assertFalse(any("libgpumemshim" in (f["module"] or "") for f in frames), "the shim's frames are skipped")
+            ours = [f for f in frames if (f["module"] or "").endswith("/preload_trace")]
+            self.assertTrue(ours, frames)
+            self.assertIn(fn, [f["symbol"] for f in ours], frames)
+
+    def test_call_sites_threshold(self):
+        run, d = self.traced("trace", "--sites", env={"GPUMEMSHIM_TRACE_SITES": "0"})
+        lines = self.only_trace(d)
+        self.assertEqual(lines[0]["sites_min_bytes"], 0)
+        self.assertFalse([l for l in lines if l["type"] == "site" or "site" in l])
+        run, d = self.traced("trace", "--sites", env={"GPUMEMSHIM_TRACE_SITES": "4K"})
+        lines = self.only_trace(d)
+        if lines[0]["sites_min_bytes"] == 0:
+            self.skipTest("built without libunwind: no call sites")
+        allocs = [e for e in lines if e["type"] == "alloc"]
+        self.assertEqual(len({a["site"] for a in allocs}), 3)
+
+    def test_spill_decisions_and_budget(self):
+        run, d = self.traced("trace", "--spill", env={"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "1M"})
+        lines = self.only_trace(d)
+        self.assertEqual(lines[0]["policy"], "spill")
+        self.assertEqual(lines[0]["devices"][0]["budget_bytes"], MiB)
+        events = self.check_trace(lines, "trace")
+        allocs = [(e["bytes"], e["kind"], e["placement"]) for e in events if e["type"] == "alloc"]
+        self.assertEqual(allocs, [(512 * KiB, "device", "device"), (MiB, "managed", "managed")])
+        decisions = [e for e in events if e["type"] == "decision"]
+        self.assertEqual([(x["what"], x["bytes"], x["device"]) for x in decisions], [("spill_managed", MiB, 0)])
+        self.assertTrue(decisions[0]["reason"])
+        spilled = next(e for e in events if e["type"] == "alloc" and e["kind"] == "managed")
+        self.assertEqual(decisions[0]["ptr"], spilled["ptr"])
+        budgets = [e for e in events if e["type"] == "budget"]
+        self.assertTrue(budgets)
+        for b in budgets:
+            self.assertEqual((b["device"], b["limit"]), (0, MiB))
+        self.assertEqual(budgets[-1]["used"], 0, "the last budget line has the values at exit")
+        per_device = [b["t"] for b in budgets]
+        self.assertTrue(all(b - a >= 1000000 for a, b in zip(per_device, per_device[1:-1])),
+                        "at most one budget line per millisecond (the last one, at exit, excepted)")
+
+    def test_fork_child_writes_its_own_trace(self):
+        run, d = self.traced("trace", "--fork")
+        child = int(run.value("child_pid"))
+        traces = self.traces(d)
+        self.assertIn(child, traces, "the fork child must write its own trace (%p)")
+        self.assertEqual(len(traces), 2, f"traces of pids {sorted(traces)}")
+        parent = next(p for p in traces if p != child)
+        e_parent = Expect().workload(64 * KiB)
+        e_parent.alloc("mem_alloc", "device", 32 * KiB)
+        e_parent.free("mem_free", "device", 32 * KiB)
+        e_child = Expect().workload(128 * KiB)
+        self.assertEqual(sorted(run.stats), sorted(traces))
+        for pid, model in ((parent, e_parent), (child, e_child)):
+            events = self.check_trace(traces[pid], "trace", pid=pid)
+            self.assert_events(events, model, run.stats[pid])
+        self.assert_quiet(run)
+
+    def test_fork_child_without_pid_pattern(self):
+        run, d = self.traced("trace", "--fork", pattern="trace.jsonl")
+        child = int(run.value("child_pid"))
+        lines = self.read_trace(os.path.join(d, "trace.jsonl"))
+        self.assertEqual(sorted(os.listdir(d)), ["trace.jsonl"])
+        parent = lines[0]["pid"]
+        self.assertNotEqual(parent, child)
+        e_parent = Expect().workload(64 * KiB)
+        e_parent.alloc("mem_alloc", "device", 32 * KiB)
+        e_parent.free("mem_free", "device", 32 * KiB)
+        self.assert_events(self.check_trace(lines, "trace", pid=parent), e_parent, run.stats[parent])
+        warnings = [l for l in run.stderr.splitlines() if l.startswith("gpumemshim:")]
+        self.assertEqual(len(warnings), 1, run.stderr)
+        self.assertIn(f"process {child}", warnings[0])
+        self.assertIn("not traced", warnings[0])
+
+    def test_flush_on_demand(self):
+        d = self.trace_dir()
+        path = os.path.join(d, "trace.jsonl")
+        run, _ = self.traced("trace", "--flush", path, pattern="trace.jsonl", directory=d)
+        self.assertEqual(run.value("flush_rc"), "0")
+        lines = self.read_trace(path)
+        self.assertEqual(int(run.value("lines_after_flush")), len(lines), "everything was in the file at the flush")
+        events = self.check_trace(lines, "trace", complete=False)  # _exit: no destructor, no end line
+        stats_model = Expect().workload(64 * KiB)
+        self.assertEqual(len([e for e in events if e["type"] == "alloc"]), len(stats_model.regions_made))
+        self.assertEqual(len([e for e in events if e["type"] == "copy"]), 7)
+        run = self.run_program("trace", "--flush", path)  # not tracing: -1
+        self.assertEqual(run.value("flush_rc"), "-1")
+
+    def test_cupti_refusal_is_said_once(self):
+        run, d = self.traced("direct", env={"GPUMEMSHIM_LOG": "info"})
+        reason = self.only_trace(d)[0]["cupti"]
+        lines = [l for l in run.stderr.splitlines() if "CUPTI" in l]
+        self.assertEqual(len(lines), 1, run.stderr)
+        self.assertTrue(lines[0].startswith("gpumemshim: ") and reason in lines[0], lines[0])
+
+    def test_no_cuda_no_trace(self):
+        d = self.trace_dir()
+        env = self.base_env()
+        env["LD_PRELOAD"] = self.preload_list()
+        env["GPUMEMSHIM_TRACE"] = os.path.join(d, "trace-%p.jsonl")
+        for cmd in (["true"], [sys.executable, "-c", "import json; json.dumps([1] * 100000)"]):
+            with self.subTest(cmd=cmd[0]):
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(os.listdir(d), [])
+
+    def one_warning(self, run, *needles):
+        lines = [l for l in run.stderr.splitlines() if l.startswith("gpumemshim:")]
+        self.assertEqual(len(lines), 1, run.stderr)
+        for n in needles:
+            self.assertIn(n, lines[0])
+        return lines[0]
+
+    def test_unwritable_path(self):
+        d = self.trace_dir()
+        os.mkdir(os.path.join(d, "a-directory"))
+        for path in ("/nonexistent-gms-dir/trace-%p.jsonl", os.path.join(d, "a-directory"), d + "/"):
+            with self.subTest(path=path):
+                run = self.run_program("direct", env={"GPUMEMSHIM_TRACE": path})
+                self.one_warning(run, "untraced")
+                self.assert_stats(self.only_stats(run), Expect().workload(64 * KiB))
+        self.assertEqual(sorted(os.listdir(d)), ["a-directory"])
+        self.assertEqual(os.listdir(os.path.join(d, "a-directory")), [])
+
+    def test_planted_symlink_is_not_followed(self):
+        d = self.trace_dir()
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.chmod(victim, 0o644)
+        missing = os.path.join(d, "would-be-created")
+        for link_target in (victim, missing):
+            with self.subTest(target=link_target):
+                path = os.path.join(d, "trace.jsonl")
+                if os.path.lexists(path):
+                    os.unlink(path)
+                os.symlink(link_target, path)
+                run, _ = self.traced("direct", pattern="trace.jsonl", directory=d)
+                with open(victim) as f:
+                    self.assertEqual(f.read(), "precious\n", "the symlink's target was written")
+                self.assertEqual(os.stat(victim).st_mode & 0o777, 0o644)
+                self.assertFalse(os.path.exists(missing), "the symlink's target was created")
+                self.assertFalse(os.path.islink(path), "the symlink must be replaced, not followed")
+                self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+                self.check_trace(self.read_trace(path), "direct")
+                self.assert_quiet(run)
+
+    def test_existing_file_is_replaced(self):
+        d = self.trace_dir()
+        path = os.path.join(d, "trace.jsonl")
+        with open(path, "w") as f:
+            f.write("old contents\n" * 1000)
+        os.chmod(path, 0o644)
+        self.traced("direct", pattern="trace.jsonl", directory=d)
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        self.check_trace(self.read_trace(path), "direct")
+
+    def test_full_disk(self):
+        # RLIMIT_FSIZE stands in for a full disk: writes past it fail (EFBIG) and raise SIGXFSZ, which
+        # kills by default. Both with SIGXFSZ ignored and with its default action, the program runs
+        # to the end with exact statistics; tracing stops with one warning.
+        limit = 64 * KiB
+        for ignore in (True, False):
+            with self.subTest(sigxfsz="ignored" if ignore else "default"):
+                run, d = self.traced("threads", preexec=limit_file_size(limit, ignore))
+                self.one_warning(run, "tracing stopped", "the program goes on")
+                self.assert_stats(self.only_stats(run), PreloadThreads.expected(PreloadThreads))
+                path = os.path.join(d, os.listdir(d)[0])
+                self.assertLessEqual(os.path.getsize(path), limit)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    self.assertTrue(f.readline().startswith('{"type":"header"'))
 
 
 # ---- entry point ------------------------------------------------------------------------------------------

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue 5's benchmarks, shim against no shim side by side in one run on the GPU machine; plus the
+# integrity check under the shim. Logs under $OUT (default ./out); a table at the end.
+set -u
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+B=${GMS_BUILD_DIR:-build}
+SHIM=$(readlink -f "${GMS_SHIM:-$B/shim/libgpumemshim.so}")
+P=tests/gpu/copies
+LOG="$OUT/copies.log"
+: >"$LOG"
+nvcc -O2 -arch=sm_90 $P/copy_bench.cu -o "$B/copy_bench" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
+shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_STATS="$OUT/copies-stats-%p.json" "$@"; }
+echo "== integrity under the shim"
+shim "$B/copy_bench" check 2>&1 | tee -a "$LOG" | tail -2
+echo "== one-shot copies"
+for m in pageable pinned reuse; do "$B/copy_bench" $m 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"; done
+for m in pageable reuse; do shim "$B/copy_bench" $m 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"; done
+shim env GPUMEMSHIM_REGISTER=off "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/staged /" | tee -a "$LOG"
+echo "== S2: PyTorch 40 MB tensors x100"
+python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
+shim python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
+python3 $P/s2_torch.py pinned 2>>"$LOG" | sed "s/^/pinned /" | tee -a "$LOG"
+echo "== numpy through CuPy and numba, 1 GiB"
+for fw in cupy numba; do
+  python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
+  shim python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
+done
