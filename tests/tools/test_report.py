@@ -327,7 +327,10 @@ class ReportScaleTest(unittest.TestCase):
                 for i in range(self.LINES // 10):
                     f.write('{"type": "kernel", "t": %d, "end": %d, "name": "k%d", "device": 0, "stream": 7, '
                             '"correlation": %d, "grid": [1, 1, 1], "block": [32, 1, 1]}\n' % (t, t + 9000, i % 50, i))
-                    for j in range(9):
+                    if i % 9 == 0:  # about one line in ninety
+                        f.write('{"type": "budget", "t": %d, "device": 0, "limit": 8000000000, "used": %d, '
+                                '"resident": 0}\n' % (t, rng.randrange(8000000000)))
+                    for j in range(9 if i % 9 else 8):
                         a = base + rng.randrange(1 << 36) // 4096 * 4096
                         if j % 3 == 0:
                             v = rng.randint(1, 100)
@@ -356,6 +359,11 @@ class ReportScaleTest(unittest.TestCase):
             self.assertLess(peak_mb, 600, "the reader should keep compact events, not the text")
             print("\n1M lines: %.1f s, peak RSS of children %.0f MB" % (elapsed, peak_mb), file=sys.stderr)
             self.assertLess(elapsed, 120)
+            # The page stays small: plots keep a bounded number of points, tables a bounded number of rows.
+            page = os.path.join(tmp, "big.html")
+            r = report(path, "--html", page, timeout=280)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertLess(os.path.getsize(page), 4 << 20)
 
 
 class SvgCollector(html.parser.HTMLParser):

@@ -159,8 +159,8 @@ class PerfettoWriter {
     pid_ = pids_[index];
     tracks_.clear();
     lanes_.clear();
-    std::string process = f.who() == "pid " + std::to_string(f.pid) ? "pid " + std::to_string(f.pid)
-                                                                      : f.who() + " (pid " + std::to_string(f.pid) + ")";
+    std::string process = f.rank >= 0 ? "rank " + std::to_string(f.rank) + " (pid " + std::to_string(f.pid) + ")"
+                                      : "pid " + std::to_string(f.pid);
     if (!f.host.empty()) process += " on " + f.host;
     metadata("process_name", 0, "name", process);
     sort_metadata("process_sort_index", 0, f.rank >= 0 ? f.rank : static_cast<int64_t>(index));

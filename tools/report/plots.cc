@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 #include "report/units.h"
@@ -86,6 +87,28 @@ size_t thin(std::vector<std::pair<double, double>>& points, size_t limit) {
   return stride;
 }
 
+// A step series of many points (a budget line per millisecond for hours) kept to about `buckets`
+// points: per bucket of x, its highest point, so that no peak of memory use disappears.
+void reduce_steps(std::vector<std::pair<double, double>>& points, size_t buckets) {
+  if (points.size() <= 2 * buckets) return;
+  const double x0 = points.front().first, x1 = points.back().first;
+  const double width = (x1 - x0) / static_cast<double>(buckets);
+  if (!(width > 0)) return;
+  std::vector<std::pair<double, double>> kept;
+  size_t current = SIZE_MAX;
+  for (const auto& p : points) {
+    size_t b = std::min(buckets - 1, static_cast<size_t>((p.first - x0) / width));
+    if (b != current) {
+      kept.push_back({x0 + static_cast<double>(b) * width, p.second});
+      current = b;
+    } else {
+      kept.back().second = std::max(kept.back().second, p.second);
+    }
+  }
+  kept.push_back(points.back());
+  points.swap(kept);
+}
+
 }  // namespace
 
 Plot bandwidth_plot(const TraceSet& set, const Report& r) {
@@ -165,6 +188,7 @@ Plot memory_plot(const TraceSet& set) {
   auto add = [&](std::string label, PlotSeries::Style style, const char* colour,
                  std::vector<std::pair<double, double>> pts) {
     if (pts.empty()) return;
+    reduce_steps(pts, 1000);
     pts.push_back({end_x, pts.back().second});
     for (const auto& pt : pts) max_y = std::max(max_y, pt.second);
     c.series.push_back({std::move(label), colour, style, std::move(pts), 2.5});
