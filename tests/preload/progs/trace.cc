@@ -1,0 +1,130 @@
+// (l) The trace collector (GPUMEMSHIM_TRACE): programs whose trace the runner checks line by line.
+//   trace                 the standard workload (n = 64 KiB)
+//   trace --fork          the workload; a fork child (no exec) runs it with n = 128 KiB and exits
+//                         normally; then the parent allocates and frees 32 KiB. Prints child_pid=N.
+//   trace --flush PATH    the workload, gpumemshim_trace_flush(), then the number of lines in PATH
+//                         (lines_after_flush=N), and _exit: no destructor, so no `end` line.
+//   trace --sites         2 MiB device allocations from two call sites (site_a three times, site_b
+//                         once) and one of 4 KiB, each freed at once.
+//   trace --spill         cuMemAlloc of 512 KiB, then of 1 MiB (spilled under POLICY=spill and a
+//                         1 MiB DEVICE_LIMIT), both freed.
+// The program is linked with -rdynamic so that dladdr can name site_a and site_b.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+namespace {
+
+struct Direct {
+  static CUresult init(unsigned f) { return cuInit(f); }
+  static CUresult device_get(CUdevice* d, int o) { return cuDeviceGet(d, o); }
+  static CUresult ctx_retain(CUcontext* c, CUdevice d) { return cuDevicePrimaryCtxRetain(c, d); }
+  static CUresult ctx_set(CUcontext c) { return cuCtxSetCurrent(c); }
+  static CUresult mem_get_info(size_t* f, size_t* t) { return cuMemGetInfo(f, t); }
+  static CUresult alloc(CUdeviceptr* p, size_t n) { return cuMemAlloc(p, n); }
+  static CUresult free(CUdeviceptr p) { return cuMemFree(p); }
+  static CUresult alloc_host(void** p, size_t n) { return cuMemAllocHost(p, n); }
+  static CUresult free_host(void* p) { return cuMemFreeHost(p); }
+  static CUresult stream_create(CUstream* s, unsigned f) { return cuStreamCreate(s, f); }
+  static CUresult stream_destroy(CUstream s) { return cuStreamDestroy(s); }
+  static CUresult stream_sync(CUstream s) { return cuStreamSynchronize(s); }
+  static CUresult htod(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
+  static CUresult dtoh(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
+  static CUresult dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
+  static CUresult htod_async(CUdeviceptr d, const void* s, size_t n, CUstream st) { return cuMemcpyHtoDAsync(d, s, n, st); }
+  static CUresult dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream st) { return cuMemcpyDtoHAsync(d, s, n, st); }
+  static CUresult copy(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+  static CUresult memset32(CUdeviceptr d, unsigned v, size_t n) { return cuMemsetD32(d, v, n); }
+  static CUresult memset8(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
+  static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned sh, CUstream st, void** p, void** e) {
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
+  }
+  static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** p, void** e) { return cuLaunchKernelEx(c, f, p, e); }
+};
+
+void context() {
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+}
+
+void alloc_free(size_t n) {
+  CUdeviceptr p = 0;
+  CK(cuMemAlloc(&p, n));
+  CK(cuMemsetD8(p, 1, n));
+  CK(cuMemFree(p));
+}
+
+}  // namespace
+
+// Two distinct call sites of the same allocation: exported (-rdynamic) and never inlined.
+extern "C" __attribute__((noinline)) void site_a(size_t n) {
+  alloc_free(n);
+  asm volatile("");
+}
+extern "C" __attribute__((noinline)) void site_b(size_t n) {
+  alloc_free(n);
+  asm volatile("");
+}
+
+int main(int argc, char** argv) {
+  if (preload::has_arg(argc, argv, "--fork")) {
+    preload::run_workload(Direct{}, 64 * 1024);
+    std::fflush(stdout);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+      preload::run_workload(Direct{}, 128 * 1024);
+      std::exit(0);  // destructors run: the child ends its own trace
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    alloc_free(32 * 1024);
+    std::printf("child_pid=%d\ntrace: ok\n", static_cast<int>(child));
+    return 0;
+  }
+  if (preload::has_arg(argc, argv, "--flush")) {
+    const char* path = argv[argc - 1];
+    preload::run_workload(Direct{}, 64 * 1024);
+    auto flush = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "gpumemshim_trace_flush"));
+    int rc = flush ? flush() : -2;
+    std::FILE* f = std::fopen(path, "r");
+    int lines = 0;
+    if (f) {
+      for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
+      std::fclose(f);
+    }
+    std::printf("flush_rc=%d\nlines_after_flush=%d\ntrace: ok\n", rc, lines);
+    std::fflush(stdout);
+    _exit(0);
+  }
+  if (preload::has_arg(argc, argv, "--sites")) {
+    context();
+    volatile int times = 3;  // not unrolled: one call instruction, one call site
+    for (int i = 0; i < times; ++i) site_a(2 << 20);
+    site_b(2 << 20);
+    alloc_free(4096);
+    std::printf("trace: ok\n");
+    return 0;
+  }
+  if (preload::has_arg(argc, argv, "--spill")) {
+    context();
+    CUdeviceptr a = 0, b = 0;
+    CK(cuMemAlloc(&a, 512 * 1024));
+    CK(cuMemAlloc(&b, 1024 * 1024));
+    CK(cuMemsetD8(b, 3, 1024 * 1024));
+    CK(cuMemFree(b));
+    CK(cuMemFree(a));
+    std::printf("trace: ok\n");
+    return 0;
+  }
+  preload::run_workload(Direct{}, 64 * 1024);
+  std::printf("trace: ok\n");
+  return 0;
+}
