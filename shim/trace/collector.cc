@@ -125,8 +125,6 @@ std::atomic<int64_t> g_budget_last[kMaxDevices] = {};  // t + 1 of the last line
 std::atomic<bool> g_budget_dirty[kMaxDevices] = {};
 constexpr int64_t kBudgetPeriodNs = 1000 * 1000;
 
-thread_local bool t_writer __attribute__((tls_model("initial-exec"))) = false;
-
 void futex_wait(std::atomic<int>* word, int expected, long timeout_ns) {
   timespec ts{0, timeout_ns};
   syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr, 0);
@@ -385,7 +383,6 @@ void drain_all_locked() {
 
 void* writer_main(void*) {
   ++t_shim_depth;  // everything this thread does is the shim's own: its allocations are not the program's
-  t_writer = true;
   for (;;) {
     futex_wait(&g_wake, 0, kWriterPeriodNs);
     g_wake.store(0, std::memory_order_relaxed);
@@ -488,11 +485,9 @@ uint64_t ptr_value(const char* s) { return static_cast<uint64_t>(reinterpret_cas
 
 // ---- fork ----
 
+// CUPTI is not flushed here: the driver's own fork handlers may hold its locks by now, and CUPTI's
+// buffers reach the parent's file later anyway (a child never writes them).
 void fork_prepare() {
-  if (g_state.load(std::memory_order_acquire) == kRunning && g_backend && g_backend->flush_cupti) {
-    ShimScope scope;
-    g_backend->flush_cupti(false);
-  }
   pthread_mutex_lock(&g_write_mu);
   drain_all_locked();  // the parent's records are in its file before the child exists
   names::lock_for_fork();
@@ -554,7 +549,7 @@ void configure(const Options& o) {
   g_local_rank = env_number("LOCAL_RANK");
   bool want = o.trace.path[0] != '\0';
   sites::configure(want ? o.trace_sites.bytes : 0);
-  if (!atfork_registered) {
+  if (want && !atfork_registered) {
     atfork_registered = true;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
   }
