@@ -30,7 +30,7 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
   double best = pageable_seconds(c, r.bytes);
   CopyPath path = CopyPath::driver;
   if (r.may_stage && r.bytes >= c.stage_min_bytes) {
-    double staged = seconds(r.bytes, c.staged_gbps);
+    double staged = seconds(r.bytes, r.bytes <= (64ull << 20) ? c.staged_small_gbps : c.staged_large_gbps);
     if (staged < best) best = staged, path = CopyPath::staged;
   }
   if (mode != RegisterMode::off && r.block_known && r.fits_cache) {
