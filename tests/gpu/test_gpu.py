@@ -67,10 +67,12 @@ def _clean_env():
     return env
 
 
-def run_program(argv, shim=None, workdir=None):
+def run_program(argv, shim=None, workdir=None, env_extra=None):
     """Runs argv to completion; with shim, preloaded with statistics written to a fresh directory.
-    Fails the test on a non-zero exit, a timeout, or (with the shim) a missing statistics file."""
+    Fails the test on a non-zero exit, a timeout, or (with the shim) a missing statistics file.
+    env_extra: more variables (GPUMEMSHIM_POLICY...) for this run."""
     env = _clean_env()
+    env.update(env_extra or {})
     stats_dir = None
     if shim:
         stats_dir = tempfile.mkdtemp(prefix="gms-stats-", dir=workdir)

@@ -1,0 +1,74 @@
+"""GPU tests of the placement policies: every policy, with a device budget small enough that the
+programs' memory really is spilled or converted, must compute exactly what the program computes
+without the shim, and leave nothing behind.
+
+For counts.cu (static and shared CUDA runtime) and the framework scripts (PyTorch, CuPy, numba):
+  - stdout (a checksum of every result) is byte-identical to the run without the shim;
+  - the shim's decisions show that it really placed memory elsewhere (spilled or converted > 0);
+  - counts.cu frees everything it allocates: no device, managed or pinned memory is live at exit.
+GPU safety: every run caps the shim's managed and pinned memory (GPUMEMSHIM_MANAGED_LIMIT=4G) and
+emulates a small GPU with GPUMEMSHIM_DEVICE_LIMIT; the programs use at most about 100 MiB.
+"""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_env  # noqa: E402
+
+_NO_GPU = gpu_env.gpu_unavailable_reason()
+if _NO_GPU:
+    pytest.skip(f"no GPU on this machine: {_NO_GPU} (GPU tests run on the H100 test machine: see README)",
+                allow_module_level=True)
+
+from test_gpu import FRAMEWORKS, FW_ITERS, HERE, require_file, run_program, shim, workdir  # noqa: E402,F401
+
+SAFE = {"GPUMEMSHIM_MANAGED_LIMIT": "4G", "GPUMEMSHIM_DEVICE_LIMIT": "16M"}
+POLICIES = {
+    "spill-managed": {"GPUMEMSHIM_POLICY": "spill"},
+    "spill-pinned": {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": "pinned"},
+    "managed": {"GPUMEMSHIM_POLICY": "managed"},
+    "pinned": {"GPUMEMSHIM_POLICY": "pinned"},
+}
+PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned")
+
+_plain = {}
+
+
+def plain_run(key, argv, workdir):
+    if key not in _plain:
+        _plain[key] = run_program(argv, workdir=workdir)
+    return _plain[key]
+
+
+def check(key, argv, policy, shim, workdir):
+    plain = plain_run(key, argv, workdir)
+    run = run_program(argv, shim=shim, workdir=workdir, env_extra={**SAFE, **POLICIES[policy]})
+    assert run.stdout == plain.stdout, (
+        f"{key} under policy {policy}: results differ from the run without the shim\n"
+        f"--- without ---\n{plain.stdout.decode(errors='replace')[-1500:]}\n"
+        f"--- with ---\n{run.stdout.decode(errors='replace')[-1500:]}\nshim stderr:\n{run.stderr_tail()}")
+    decisions = run.stats["decisions"]
+    elsewhere = sum(decisions[d]["bytes"] for d in PLACED_ELSEWHERE)
+    assert elsewhere > 0, f"{key} under policy {policy}: nothing was placed off the device: {decisions}"
+    return run
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("variant", ["static", "shared"])
+def test_counts_program_under_policy(variant, policy, shim, workdir):
+    exe = require_file(os.path.join(gpu_env.gpu_bin_dir(), f"gms_counts_{variant}"),
+                       f"the {variant}-runtime counts program")
+    run = check(f"counts_{variant}", [exe], policy, shim, workdir)
+    live = run.stats["live_bytes_at_exit"]
+    for kind in ("device", "managed", "pinned_host"):
+        assert live[kind] == 0, f"gms_counts_{variant} under {policy}: {live[kind]} bytes of {kind} live at exit"
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("fw", sorted(FRAMEWORKS))
+def test_framework_under_policy(fw, policy, shim, workdir):
+    pytest.importorskip(FRAMEWORKS[fw])
+    script = os.path.join(HERE, f"fw_{fw}.py")
+    check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir)
