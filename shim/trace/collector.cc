@@ -381,7 +381,7 @@ void drain_all_locked() {
   }
 }
 
-void* writer_main(void*) {
+GMS_TLS_ACCESS void* writer_main(void*) {
   ++t_shim_depth;  // everything this thread does is the shim's own: its allocations are not the program's
   for (;;) {
     futex_wait(&g_wake, 0, kWriterPeriodNs);
@@ -639,7 +639,7 @@ void free(Family f, const Region& reg) {
   submit(r);
 }
 
-void copy(Direction dir, HostKind host, uint64_t bytes) {
+GMS_TLS_ACCESS void copy(Direction dir, HostKind host, uint64_t bytes) {
   int64_t end = now();
   const CopyCall& c = t_copy;
   Record r = make(Type::copy, c.api ? c.t0 : end);

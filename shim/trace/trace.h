@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/guard.h"
 #include "core/options.h"
 #include "core/registry.h"
 #include "core/stats.h"
@@ -60,13 +61,13 @@ extern thread_local CopyCall t_copy __attribute__((tls_model("initial-exec")));
 
 class CopyScope {
  public:
-  explicit CopyScope(const char* api) {
+  GMS_TLS_ACCESS explicit CopyScope(const char* api) {
     if (__builtin_expect(enabled(), 0)) {
       api_ = api;
       t_copy = CopyCall{api, now(), CopyPath::driver};
     }
   }
-  ~CopyScope() {
+  GMS_TLS_ACCESS ~CopyScope() {
     if (api_) t_copy.api = nullptr;
   }
   CopyScope(const CopyScope&) = delete;
@@ -76,7 +77,7 @@ class CopyScope {
   const char* api_ = nullptr;
 };
 // act/ says how it carried out the copy of the current CopyScope (registered, staged).
-inline void copy_path(CopyPath p) { t_copy.path = p; }
+GMS_TLS_ACCESS inline void copy_path(CopyPath p) { t_copy.path = p; }
 
 // ---- life cycle ----
 
