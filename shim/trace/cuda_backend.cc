@@ -68,6 +68,7 @@ const char* g_missing[kMaxMissing];  // optional activity kinds CUPTI refused
 char g_missing_text[kMaxMissing][96];
 int g_missing_count = 0;
 char g_reason[256];
+char g_nvtx_path[1024];  // the NVTX_INJECTION64_PATH the shim set at load ("" if it set none)
 
 constexpr int kCudaMajor = CUDA_VERSION / 1000;
 constexpr size_t kBufferBytes = 4 * 1024 * 1024;
@@ -526,6 +527,13 @@ const char* start_cupti(bool faults) {
   g_cupti_offset = static_cast<int64_t>(m1 + (m2 - m1) / 2) - static_cast<int64_t>(c);
   g_cupti_pid = getpid();
   g_cupti_state = CuptiState::on;
+  // The program may have loaded another libcupti by now (PyTorch's own, found by soname): NVTX must
+  // inject that one, which is the one enabled here. Its first NVTX call has usually not come yet.
+  Dl_info info{};
+  if (g_nvtx_path[0] && dladdr(reinterpret_cast<void*>(g_cupti.cuptiActivityEnable), &info) && info.dli_fname &&
+      std::strcmp(info.dli_fname, g_nvtx_path) != 0 && info.dli_fname[0] == '/') {
+    setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
+  }
   atexit(flush_at_exit);
   return "ok";
 }
@@ -643,8 +651,11 @@ void attach_cuda_backend() {
   // NVTX reaches CUPTI only through its injection hook, read from the environment at the
   // program's first NVTX call: point it at the libcupti that the trace will load.
   if (env_value("NVTX_INJECTION64_PATH")) return;
-  char path[1024];
-  if (find_cupti_file(path, sizeof(path))) setenv("NVTX_INJECTION64_PATH", path, 0);
+  if (find_cupti_file(g_nvtx_path, sizeof(g_nvtx_path))) {
+    setenv("NVTX_INJECTION64_PATH", g_nvtx_path, 0);
+  } else {
+    g_nvtx_path[0] = '\0';
+  }
 }
 
 }  // namespace gms::trace
