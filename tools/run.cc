@@ -217,7 +217,9 @@ bool set_preload() {
 }
 
 int run_child(const RunRequest& req) {
-  time_t started = time(nullptr);
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  double started = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
   ChildResult child = spawn_and_wait(req.command);
   if (!child.started) {
     std::fprintf(stderr, "gpumemshim run: cannot execute '%s': %s\n", req.command[0].c_str(),

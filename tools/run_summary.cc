@@ -35,7 +35,7 @@ TraceFile read_trace(const std::string& path) {
 
 }  // namespace
 
-std::vector<TraceFile> find_trace_files(const std::string& pattern, time_t since) {
+std::vector<TraceFile> find_trace_files(const std::string& pattern, double since) {
   std::string wildcard;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
@@ -53,7 +53,10 @@ std::vector<TraceFile> find_trace_files(const std::string& pattern, time_t since
   if (glob(wildcard.c_str(), 0, nullptr, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       struct stat st {};
-      if (stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime + 1 < since) continue;
+      if (stat(g.gl_pathv[i], &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      // File times come from the kernel's coarse clock (a tick behind at most): 10 ms of slack.
+      double mtime = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+      if (mtime < since - 0.01) continue;
       out.push_back(read_trace(g.gl_pathv[i]));
     }
   }

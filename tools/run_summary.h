@@ -1,7 +1,6 @@
 #pragma once
 // The closing summary of `gpumemshim run`, printed once the child has exited.
-#include <time.h>
-
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,7 +14,7 @@ struct RunOutcome {
   int exit_code;                // what `gpumemshim run` is about to return
   std::string stats_value;      // GPUMEMSHIM_STATS as the child saw it ("" if unset)
   std::string trace_value;      // GPUMEMSHIM_TRACE as the child saw it ("" if unset)
-  time_t started = 0;           // when the child was started: older files are not its traces
+  double started = 0;           // when the child was started (seconds since the epoch): older files are not its traces
 };
 
 // Called exactly once after the child exits, before `run` returns. With a trace it prints one line
@@ -29,7 +28,7 @@ struct TraceFile {
   bool complete = false;  // it has its `end` line
 };
 // The files a GPUMEMSHIM_TRACE value names (its patterns as wildcards), modified at or after `since`.
-std::vector<TraceFile> find_trace_files(const std::string& pattern, time_t since);
+std::vector<TraceFile> find_trace_files(const std::string& pattern, double since);
 std::string closing_summary_line(const std::vector<TraceFile>& files);
 
 }  // namespace gms::tools

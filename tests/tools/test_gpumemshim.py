@@ -389,6 +389,75 @@ class DoctorTest(unittest.TestCase):
         self.assertEqual(gms("doctor", "--frob").returncode, 2)
 
 
+# A child that makes two CUDA calls the trace records (an allocation and its free), through ctypes
+# and the stand-in libcuda.so.1 (so dlsym: the shim's hooks).
+CUDA_CHILD = """
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 20)) == 0
+assert cu.cuMemFree_v2(ptr) == 0
+"""
+
+
+class RunTraceTest(unittest.TestCase):
+    """--trace FILE [--faults]: the path made absolute, its directory checked first, and one closing
+    line naming the trace files the run wrote."""
+
+    def run_in(self, d, *args, env=None):
+        return subprocess.run([TOOL, "run", *args], cwd=d, env=env or clean_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+
+    @child_under_shim
+    def test_relative_path_is_made_absolute_and_faults_is_a_switch(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_in(d, "--trace", "t-%p.jsonl", "--faults", "--", "sh", "-c",
+                            'echo "$GPUMEMSHIM_TRACE|$GPUMEMSHIM_TRACE_FAULTS"')
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), os.path.join(os.path.realpath(d), "t-%p.jsonl") + "|1")
+            self.assertNotIn("trace written", r.stderr, "sh made no CUDA call: there is no trace")
+
+    def test_missing_directory_is_refused_before_the_start(self):
+        r = gms("run", "--trace", "/nonexistent-dir-gms/t.jsonl", "--", "sh", "-c", "echo started")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("GPUMEMSHIM_TRACE", r.stderr)
+        self.assertIn("/nonexistent-dir-gms", r.stderr)
+
+    def test_bad_pattern_is_refused(self):
+        r = gms("run", "--trace", "t-%q.jsonl", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--trace", r.stderr)
+
+    @child_under_shim
+    @unittest.skipIf(not os.environ.get("GMS_FAKE_CUDA_DIR"), "no stand-in libcuda in this build")
+    def test_closing_line_names_the_trace(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = os.path.realpath(d)
+            env = clean_env(LD_LIBRARY_PATH=os.environ["GMS_FAKE_CUDA_DIR"])
+            r = self.run_in(d, "--trace", "t-%p.jsonl", "--", sys.executable, "-c", CUDA_CHILD, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            files = [f for f in os.listdir(d) if f.endswith(".jsonl")]
+            self.assertEqual(len(files), 1, files)
+            path = os.path.join(d, files[0])
+            lines = [l for l in r.stderr.splitlines() if "trace written" in l]
+            self.assertEqual(lines, [f"gpumemshim: trace written to {path} (2 events); see it with: "
+                                     f"gpumemshim report {path}  (--html report.html for plots)"], r.stderr)
+            # Files of earlier runs that the pattern also matches are not this run's.
+            old = os.path.join(d, "t-1.jsonl")
+            with open(old, "w") as f:
+                f.write("{}\n")
+            for f in (old, path):
+                os.utime(f, (1, 1))
+            r = self.run_in(d, "--trace", "t-%p.jsonl", "--", sys.executable, "-c", CUDA_CHILD, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("t-1.jsonl", r.stderr)
+            self.assertNotIn(path, r.stderr)
+            self.assertIn("gpumemshim: trace written to", r.stderr)
+
+
 class OptionsTest(unittest.TestCase):
     def test_text_lists_every_option(self):
         r = gms("options")
