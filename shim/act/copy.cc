@@ -15,6 +15,8 @@
 #include "core/runtime.h"
 #include "entry/common.h"
 #include "policy/pinning.h"
+#include "trace/cuda_backend.h"
+#include "trace/trace.h"
 
 namespace gms::act {
 namespace {
@@ -95,6 +97,7 @@ void drop(State& s, uintptr_t lo, Decision why) {
   }
   s.by_addr.erase(it);
   g_registrations.fetch_sub(1, std::memory_order_relaxed);
+  if (trace::enabled()) trace::host_unregistered(r.lo, r.hi - r.lo, now_ns() - t0, why == Decision::cache_evicted ? "evict" : "free");
   st.decision(Decision::unregistered, r.hi - r.lo);
   st.decision(why, r.hi - r.lo);
   st.live_sub(MemKind::shim_registered, r.hi - r.lo);
@@ -113,6 +116,8 @@ bool enroll(State& s, const Region& block, uintptr_t lo, uintptr_t hi) {
   CUresult r = call_real(GMS_REAL(cuMemHostRegister_v2), reinterpret_cast<void*>(lo), hi - lo, flags);
   Stats& st = runtime_stats();
   st.time(Timing::register_ns, now_ns() - t0);
+  const char* trace_why = register_mode() == policy::RegisterMode::always ? "always" : s.copies[block.serial] > 1 ? "reuse" : "auto";
+  if (trace::enabled()) trace::host_registered(lo, hi - lo, now_ns() - t0, r == CUDA_SUCCESS ? "ok" : trace::cuda_error_name(r), trace_why);
   if (r != CUDA_SUCCESS) {
     s.cache.erase(block.serial);
     if (log_enabled(LogLevel::info)) {
@@ -193,9 +198,11 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
     case policy::CopyPath::registered:
     case policy::CopyPath::register_block:
       st.decision(Decision::copy_registered, c.bytes);
+      trace::copy_path(trace::CopyPath::registered);
       return copy_registered(c, lo, hi);
     case policy::CopyPath::staged: {
       st.decision(Decision::copy_staged, c.bytes);
+      trace::copy_path(trace::CopyPath::staged);
       CUstream s2 = effective(c.stream, c.per_thread);
       return c.dir == HostCopyDir::htod ? staged_htod(c.dev, c.host, c.bytes, s2, !c.async)
                                         : staged_dtoh(c.host, c.dev, c.bytes, s2);

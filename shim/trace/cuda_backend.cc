@@ -644,6 +644,13 @@ const Backend kBackend = {start_cupti, describe, header_extra, flush_cupti, fork
 
 }  // namespace
 
+const char* cuda_error_name(int result) {
+  auto name_fn = driver_fn<PFN_cuGetErrorName_v6000>("cuGetErrorName");
+  const char* s = nullptr;
+  if (name_fn && name_fn(static_cast<CUresult>(result), &s) == CUDA_SUCCESS && s) return s;
+  return "CUDA_ERROR_UNKNOWN";
+}
+
 void attach_cuda_backend() {
   ShimScope scope;
   set_backend(&kBackend);
