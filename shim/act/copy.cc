@@ -116,8 +116,7 @@ bool enroll(State& s, const Region& block, uintptr_t lo, uintptr_t hi) {
   CUresult r = call_real(GMS_REAL(cuMemHostRegister_v2), reinterpret_cast<void*>(lo), hi - lo, flags);
   Stats& st = runtime_stats();
   st.time(Timing::register_ns, now_ns() - t0);
-  const char* trace_why = register_mode() == policy::RegisterMode::always ? "always" : s.copies[block.serial] > 1 ? "reuse" : "auto";
-  if (trace::enabled()) trace::host_registered(lo, hi - lo, now_ns() - t0, r == CUDA_SUCCESS ? "ok" : trace::cuda_error_name(r), trace_why);
+  if (trace::enabled()) trace::host_registered(lo, hi - lo, now_ns() - t0, r == CUDA_SUCCESS ? "ok" : trace::cuda_error_name(r), register_mode() == policy::RegisterMode::always ? "always" : s.copies[block.serial] > 1 ? "reuse" : "auto");
   if (r != CUDA_SUCCESS) {
     s.cache.erase(block.serial);
     if (log_enabled(LogLevel::info)) {
