@@ -18,7 +18,7 @@ timed() {
   t0=$(date +%s.%N)
   env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G "$@" >>"$LOG" 2>&1 || echo "FAILED: $*" >>"$LOG"
   t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc
+  python3 -c "print($t1 - $t0)"
 }
 median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 
@@ -31,8 +31,8 @@ while IFS='|' read -r name cmd; do
     c+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-faults-%p.jsonl" GPUMEMSHIM_TRACE_FAULTS=1 $cmd)")
   done
   ma=$(median "${a[@]}") mb=$(median "${b[@]}") mc=$(median "${c[@]}")
-  printf '| %s | %.2f | %.2f | %.3f | %.2f | %.3f |\n' "$name" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)" \
-    "$mc" "$(echo "$mc / $ma" | bc -l)" | tee -a "$OUT/trace_overhead.md"
+  python3 -c "print('| $name | %.2f | %.2f | %.3f | %.2f | %.3f |' % ($ma, $mb, $mb / $ma, $mc, $mc / $ma))" |
+    tee -a "$OUT/trace_overhead.md"
 done <<'EOF2'
 s2-torch|python3 tests/gpu/copies/s2_torch.py plain
 s3-numba|GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G python3 tests/gpu/placement/s3_numba.py plain 200000
