@@ -350,6 +350,34 @@ void pending_budgets(bool final) {
   }
 }
 
+// The registration cache's totals (act/copy counts them in the statistics), at most once a second
+// when they changed, and at the end.
+struct CacheTotals {
+  uint64_t hits, misses, evictions, invalidations, bytes;
+  bool operator==(const CacheTotals&) const = default;
+};
+CacheTotals g_cache_written{};
+int64_t g_cache_t = 0;  // t + 1 of the last cache line; 0: none yet
+constexpr int64_t kCachePeriodNs = 1000 * 1000 * 1000;
+
+void cache_line(bool final) {
+  const Stats& st = runtime_stats();
+  int64_t t = now();
+  if (!final && g_cache_t != 0 && t - (g_cache_t - 1) < kCachePeriodNs) return;
+  uint64_t registered_copies = st.decision(Decision::copy_registered).calls;
+  uint64_t hits = st.decision(Decision::cache_hit).calls;
+  CacheTotals c{hits, registered_copies - (hits < registered_copies ? hits : registered_copies) +
+                          st.decision(Decision::copy_staged).calls,
+                st.decision(Decision::cache_evicted).calls, st.decision(Decision::invalidated).calls,
+                st.live(MemKind::shim_registered)};
+  if (c == g_cache_written) return;
+  g_out.open("cache").key("t").i64(t).key("hits").u64(c.hits).key("misses").u64(c.misses);
+  g_out.key("evictions").u64(c.evictions).key("invalidations").u64(c.invalidations).key("bytes").u64(c.bytes).close();
+  ++g_events;
+  g_cache_written = c;
+  g_cache_t = t + 1;
+}
+
 void report_drops() {
   for (int src = 0; src < 2; ++src) {
     uint64_t d = g_dropped[src].load(std::memory_order_relaxed);
@@ -372,6 +400,7 @@ size_t drain_locked(size_t max, bool final = false) {
   }
   report_drops();
   pending_budgets(final);
+  cache_line(final);
   if (!g_out.flush()) stop_on_write_error();
   return n;
 }
@@ -509,6 +538,8 @@ void fork_child() {
     g_budget_last[i].store(0, std::memory_order_relaxed);
     g_budget_dirty[i].store(false, std::memory_order_relaxed);
   }
+  g_cache_written = CacheTotals{};  // the child's statistics start from zero too
+  g_cache_t = 0;
   if (g_out.fd() >= 0) close(g_out.fd());  // the parent's file: not ours to write or end
   g_out.set_fd(-1);
   g_out.discard();
