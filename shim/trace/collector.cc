@@ -53,8 +53,8 @@ struct Slot {
 static_assert(sizeof(Slot) == 128);
 
 constinit Slot g_ring[kRingSize];
-std::atomic<uint64_t> g_tail{0};  // next position to claim
-std::atomic<uint64_t> g_head{0};  // next position to read; written under g_write_mu
+alignas(64) std::atomic<uint64_t> g_tail{0};  // next position to claim (its own cache line: producers CAS it)
+alignas(64) std::atomic<uint64_t> g_head{0};  // next position to read; written under g_write_mu
 
 bool try_push(const Record& r) {
   uint64_t pos = g_tail.load(std::memory_order_relaxed);
