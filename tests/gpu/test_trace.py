@@ -199,7 +199,14 @@ def test_tracing_changes_no_statistic(shim, workdir):
     plain = run_program([exe], shim=shim, workdir=workdir, env_extra=SAFE)
     run, lines = traced([exe], shim, workdir)
     assert run.stdout == plain.stdout
-    assert flatten_stats(run.stats) == flatten_stats(plain.stats), (
-        "statistics differ with tracing on (CUPTI's own driver calls counted as the program's?)")
+    # Durations differ from run to run; CUPTI's own large mallocs (on its threads) may count as host
+    # blocks. Every CUDA count must be the same.
+    def counts(stats):
+        return {k: v for k, v in flatten_stats(stats).items()
+                if not k.startswith("timings_ns.") and "host_block" not in k}
+    with_trace, without = counts(run.stats), counts(plain.stats)
+    differ = {k: (without.get(k), with_trace.get(k)) for k in set(with_trace) | set(without)
+              if with_trace.get(k) != without.get(k)}
+    assert not differ, f"statistics differ with tracing on (CUPTI's driver calls counted?): {differ}"
     for direction, tally in run.stats["copies_by_direction"].items():
         assert len(of(lines, "copy", dir=direction)) == tally["calls"], direction
