@@ -132,14 +132,21 @@ void* load_cupti(char* tried, size_t tried_size) {
     h = dlopen(nvtx, RTLD_NOW | RTLD_LOCAL);
     names.str(nvtx);
   }
-  const char* candidates[] = {cupti_soname(), "libcupti.so", GMS_CUDA_LIBRARY_DIR "/libcupti.so",
-                              GMS_CUDA_LIBRARY_DIR "/../extras/CUPTI/lib64/libcupti.so",
-                              "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
-  for (const char* c : candidates) {
-    if (h) break;
-    h = dlopen(c, RTLD_NOW | RTLD_LOCAL);
+  auto attempt = [&](const char* dir, const char* file) {
+    if (h) return;
+    Line path;
+    if (dir) path.str(dir).chr('/');
+    path.str(file);
+    h = dlopen(path.data(), RTLD_NOW | RTLD_LOCAL);
     if (names.size()) names.str(", ");
-    names.str(c);
+    names.str(path.data(), path.size());
+  };
+  attempt(nullptr, cupti_soname());
+  attempt(nullptr, "libcupti.so");
+  for (const char* dir : {GMS_CUDA_LIBRARY_DIR, GMS_CUDA_LIBRARY_DIR "/../extras/CUPTI/lib64",
+                          "/usr/local/cuda/extras/CUPTI/lib64"}) {
+    attempt(dir, cupti_soname());
+    attempt(dir, "libcupti.so");
   }
   if (!h) (void)dlerror();
   size_t n = names.size() < tried_size - 1 ? names.size() : tried_size - 1;
