@@ -461,8 +461,7 @@ void start() {
     log(LogLevel::info, l);
   }
   pthread_mutex_lock(&g_write_mu);
-  g_out.discard();
-  g_out.set_fd(fd);
+  g_out.reset(fd);
   g_events = 0;
   write_header(g_out, cupti);
   g_state.store(kRunning, std::memory_order_release);

@@ -11,6 +11,12 @@ class Out {
  public:
   Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
   void set_fd(int fd) { fd_ = fd; }
+  // A fresh start on another file: nothing buffered, no error.
+  void reset(int fd) {
+    fd_ = fd;
+    n_ = 0;
+    error_ = 0;
+  }
   int fd() const { return fd_; }
 
   Out& open(const char* type);       // {"type":"TYPE"
