@@ -42,9 +42,12 @@ def plain_run(key, argv, workdir):
     return _plain[key]
 
 
-def check(key, argv, policy, shim, workdir):
+def check(key, argv, policy, shim, workdir, budget=None):
     plain = plain_run(key, argv, workdir)
-    run = run_program(argv, shim=shim, workdir=workdir, env_extra={**SAFE, **POLICIES[policy]})
+    env = {**SAFE, **POLICIES[policy]}
+    if budget:
+        env["GPUMEMSHIM_DEVICE_LIMIT"] = budget
+    run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
     assert run.stdout == plain.stdout, (
         f"{key} under policy {policy}: results differ from the run without the shim\n"
         f"--- without ---\n{plain.stdout.decode(errors='replace')[-1500:]}\n"
@@ -71,4 +74,6 @@ def test_counts_program_under_policy(variant, policy, shim, workdir):
 def test_framework_under_policy(fw, policy, shim, workdir):
     pytest.importorskip(FRAMEWORKS[fw])
     script = os.path.join(HERE, f"fw_{fw}.py")
-    check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir)
+    # The scripts keep two 2 MiB buffers live at a time: a 3 MiB budget makes spill spill.
+    budget = "3M" if policy.startswith("spill") else None
+    check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir, budget)
