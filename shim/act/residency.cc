@@ -39,7 +39,6 @@ State& state() {
 }
 
 // The cheap filter in front of registry lookups: the span of addresses of tracked regions.
-std::atomic<uint64_t> g_tracked{0};
 std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
 
@@ -113,14 +112,14 @@ void residency_track(uintptr_t base, uint64_t size, int device) {
   std::lock_guard lock(s.mu);
   planner(s, device).add_region(base, size);
   s.device_of[base] = device;
-  g_tracked.fetch_add(1, std::memory_order_relaxed);
+  g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
   if (base + size > hi) g_hi.store(base + size);
 }
 
 void residency_forget(uintptr_t base) {
-  if (g_tracked.load(std::memory_order_relaxed) == 0) return;
+  if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -130,14 +129,16 @@ void residency_forget(uintptr_t base) {
   p.remove_region(base);
   ledger().set_resident(it->second, p.resident_bytes());
   s.device_of.erase(it);
-  if (g_tracked.fetch_sub(1, std::memory_order_relaxed) == 1) {
+  if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
     g_lo.store(~uintptr_t{0});
     g_hi.store(0);
   }
 }
 
-void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if (g_tracked.load(std::memory_order_relaxed) == 0 || (!params && !extra)) return;
+std::atomic<uint64_t> g_tracked_regions{0};
+
+void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+  if (!params && !extra) return;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;

@@ -3,6 +3,7 @@
 // asks the residency planner (policy/residency) what to move, and issues the prefetches and
 // evictions on the launch's own stream, so they are ordered before the kernel like a hand-written
 // cudaMemPrefetchAsync would be.
+#include <atomic>
 #include <cstdint>
 
 #include "driver/cuda_driver.h"
@@ -14,8 +15,14 @@ namespace gms::act {
 void residency_track(uintptr_t base, uint64_t size, int device);
 void residency_forget(uintptr_t base);
 
-// Called by the launch hooks before the real launch. Costs one atomic load when no managed memory
-// is live. Never prefetches into a stream that is being captured.
-void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread);
+// Called by the launch hooks before the real launch. Costs one atomic load, inline, when no
+// managed memory is tracked. Never prefetches into a stream that is being captured.
+extern std::atomic<uint64_t> g_tracked_regions;
+void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread);
+inline void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
+    before_launch_slow(f, params, extra, stream, per_thread);
+  }
+}
 
 }  // namespace gms::act

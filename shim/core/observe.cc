@@ -121,7 +121,6 @@ void host_unregister(bool ok, uintptr_t base) {
 
 void call(Family f, bool ok, uint64_t bytes) { runtime_stats().call(f, bytes, ok); }
 
-void launch(LaunchKind k, bool ok) { runtime_stats().launch(k, ok); }
 
 PtrKind classify(CopyEnd end, AskDriver ask_driver) {
   if (end.side == Side::device || end.side == Side::array) return PtrKind::device;

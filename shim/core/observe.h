@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "registry.h"
+#include "runtime.h"
 #include "stats.h"
 
 // The narrow core API that the hooks in shim/entry/ call after the real call has returned: it
@@ -29,7 +30,7 @@ void host_register(bool ok, uintptr_t base, size_t size, uint32_t flags);
 void host_unregister(bool ok, uintptr_t base);
 // A call with nothing to record but its count and bytes (memset, prefetch, advise, cuMemGetInfo...).
 void call(Family f, bool ok, uint64_t bytes);
-void launch(LaunchKind k, bool ok);
+inline void launch(LaunchKind k, bool ok) { runtime_stats().launch(k, ok); }
 
 // One end of a copy. `unified` is a pointer whose kind the call does not say (cuMemcpy,
 // CU_MEMORYTYPE_UNIFIED): the registry is asked first, then `ask_driver` if it is still unknown.

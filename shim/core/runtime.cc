@@ -12,13 +12,15 @@ extern char** environ;
 
 namespace gms {
 
+// Only atomics: constant-initialised, so valid before any constructor of this library runs.
+constinit Stats g_stats;
+
 thread_local int t_shim_depth __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<uint64_t> g_host_threshold{1024 * 1024};
 
 namespace {
 
-// Only atomics: constant-initialised, so it is valid before any constructor of this library runs.
-constinit Stats g_stats;
+// Only atomics: constant-initialised as well.
 constinit DeviceLedger g_ledger;
 
 // The rest is built on first use, never destroyed. A global with a dynamic initialiser would be
@@ -90,7 +92,6 @@ bool used_cuda() {
 
 }  // namespace
 
-Stats& runtime_stats() { return g_stats; }
 DeviceLedger& ledger() { return g_ledger; }
 Registry& cuda_regions() { return cuda_regions_(); }
 Registry& host_blocks() { return host_blocks_(); }

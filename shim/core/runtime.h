@@ -12,7 +12,9 @@
 // before init has run (it then sees defaults) and after exit has begun (nothing is destroyed).
 namespace gms {
 
-Stats& runtime_stats();
+// Constant-initialised, so usable from any hook at any time; inline for the launch hook's sake.
+extern Stats g_stats;
+inline Stats& runtime_stats() { return g_stats; }
 DeviceLedger& ledger();
 
 // Three layers of the registry. They overlap by nature (a malloc'd block the program registers
