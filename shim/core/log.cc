@@ -25,22 +25,31 @@ Line& Line::str(const char* s, size_t n) {
 
 Line& Line::chr(char c) { return str(&c, 1); }
 
-Line& Line::u64(uint64_t v) {
-  char tmp[24];
-  int i = sizeof(tmp);
+char* format_decimal(uint64_t v, char* end) {
   do {
-    tmp[--i] = static_cast<char>('0' + v % 10);
+    *--end = static_cast<char>('0' + v % 10);
     v /= 10;
   } while (v != 0);
-  return str(tmp + i, sizeof(tmp) - i);
+  return end;
+}
+
+char* format_decimal(int64_t v, char* end) {
+  if (v >= 0) return format_decimal(static_cast<uint64_t>(v), end);
+  char* p = format_decimal(static_cast<uint64_t>(-(v + 1)) + 1, end);  // INT64_MIN has no positive
+  *--p = '-';
+  return p;
+}
+
+Line& Line::u64(uint64_t v) {
+  char tmp[24];
+  char* first = format_decimal(v, tmp + sizeof(tmp));
+  return str(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
 }
 
 Line& Line::i64(int64_t v) {
-  if (v < 0) {
-    chr('-');
-    return u64(static_cast<uint64_t>(-(v + 1)) + 1);
-  }
-  return u64(static_cast<uint64_t>(v));
+  char tmp[24];
+  char* first = format_decimal(v, tmp + sizeof(tmp));
+  return str(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
 }
 
 Line& Line::hex(uint64_t v) {

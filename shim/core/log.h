@@ -8,6 +8,12 @@ namespace gms {
 
 enum class LogLevel : int { quiet = 0, error = 1, warn = 2, info = 3, debug = 4 };
 
+// The decimal digits of v, written backwards so that the last one ends just before `end`; returns
+// the first. For every writer that must not call printf (this logger, the trace writer).
+char* format_decimal(uint64_t v, char* end);
+// The same for a signed value, with its minus sign.
+char* format_decimal(int64_t v, char* end);
+
 class Line {
  public:
   Line& str(const char* s);

@@ -1,5 +1,7 @@
 #include "out.h"
 
+#include "core/log.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -56,20 +58,14 @@ Out& Out::key(const char* k) {
 
 Out& Out::u64(uint64_t v) {
   char tmp[24];
-  int i = sizeof(tmp);
-  do {
-    tmp[--i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  return raw(tmp + i, sizeof(tmp) - i);
+  char* first = format_decimal(v, tmp + sizeof(tmp));
+  return raw(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
 }
 
 Out& Out::i64(int64_t v) {
-  if (v < 0) {
-    chr('-');
-    return u64(static_cast<uint64_t>(-(v + 1)) + 1);
-  }
-  return u64(static_cast<uint64_t>(v));
+  char tmp[24];
+  char* first = format_decimal(v, tmp + sizeof(tmp));
+  return raw(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
 }
 
 Out& Out::addr(uint64_t v) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -43,6 +44,12 @@ TEST(Line, Formats) {
   l.clear();
   l.str("ab").pad_to(5).str("c");
   EXPECT_STREQ(l.data(), "ab   c");
+}
+
+TEST(Line, DecimalEdges) {
+  Line l;
+  l.i64(INT64_MIN).chr(' ').i64(INT64_MAX).chr(' ').i64(0).chr(' ').u64(UINT64_MAX);
+  EXPECT_STREQ(l.data(), "-9223372036854775808 9223372036854775807 0 18446744073709551615");
 }
 
 TEST(Line, TruncatesInsteadOfOverflowing) {
