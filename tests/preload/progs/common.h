@@ -259,6 +259,48 @@ void run_workload(const A& api, size_t n) {
   std::free(h);
 }
 
+// Runs the standard workload through `api`, then checks that every implementation it used was reached
+// exactly as often as the workload called it (see check_calls_since).
+template <typename A>
+void run_workload_checked(const A& api, size_t n, fake_cuda_calls_fn calls, bool per_thread) {
+  CallSnapshot before = snapshot(calls, per_thread);
+  run_workload(api, n);
+  check_calls_since(before, calls, per_thread);
+}
+
+// The workload's entry points for programs linked against libcuda (-lcuda): direct calls through the
+// PLT, as code written against the driver API makes them. The names below are cuda.h's macros
+// (cuMemAlloc -> cuMemAlloc_v2, cuMemcpyHtoD -> cuMemcpyHtoD_v2 or, under
+// CUDA_API_PER_THREAD_DEFAULT_STREAM, cuMemcpyHtoD_v2_ptds...). Programs that do not link libcuda
+// never use it, so these inline members are never emitted there.
+struct Linked {
+  static CUresult init(unsigned f) { return cuInit(f); }
+  static CUresult device_get(CUdevice* d, int o) { return cuDeviceGet(d, o); }
+  static CUresult ctx_retain(CUcontext* c, CUdevice d) { return cuDevicePrimaryCtxRetain(c, d); }
+  static CUresult ctx_set(CUcontext c) { return cuCtxSetCurrent(c); }
+  static CUresult mem_get_info(size_t* f, size_t* t) { return cuMemGetInfo(f, t); }
+  static CUresult alloc(CUdeviceptr* p, size_t n) { return cuMemAlloc(p, n); }
+  static CUresult free(CUdeviceptr p) { return cuMemFree(p); }
+  static CUresult alloc_host(void** p, size_t n) { return cuMemAllocHost(p, n); }
+  static CUresult free_host(void* p) { return cuMemFreeHost(p); }
+  static CUresult stream_create(CUstream* s, unsigned f) { return cuStreamCreate(s, f); }
+  static CUresult stream_destroy(CUstream s) { return cuStreamDestroy(s); }
+  static CUresult stream_sync(CUstream s) { return cuStreamSynchronize(s); }
+  static CUresult htod(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
+  static CUresult dtoh(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
+  static CUresult dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
+  static CUresult htod_async(CUdeviceptr d, const void* s, size_t n, CUstream st) { return cuMemcpyHtoDAsync(d, s, n, st); }
+  static CUresult dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream st) { return cuMemcpyDtoHAsync(d, s, n, st); }
+  static CUresult copy(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
+  static CUresult memset32(CUdeviceptr d, unsigned v, size_t n) { return cuMemsetD32(d, v, n); }
+  static CUresult memset8(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
+  static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned sh, CUstream st, void** p, void** e) {
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
+  }
+  static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** p, void** e) { return cuLaunchKernelEx(c, f, p, e); }
+};
+
 // Fills an Api through cuGetProcAddress_v2 (what the CUDA runtime does).
 inline void fill_api_from_proc(Api* api, PFN_cuGetProcAddress_v12000 gpa, int version, bool per_thread, bool shim) {
   fill_api(api, per_thread, shim, [&](const char* base, int min_version, const char*) -> void* {

@@ -29,9 +29,7 @@ int main(int argc, char** argv) {
   }
   preload::check_hooked(dlsym(h, "cuGetProcAddress_v2"), shim, "cuGetProcAddress_v2");
 
-  preload::CallSnapshot before = preload::snapshot(calls, false);
-  preload::run_workload(api, n);
-  preload::check_calls_since(before, calls, false);
+  preload::run_workload_checked(api, n, calls, false);
   std::printf("dlopen: ok\n");
   return 0;
 }

@@ -39,9 +39,7 @@ int main(int argc, char** argv) {
   });
   CHECK(dlsym_old(h, "cuNoSuchEntryPoint") == nullptr);
 
-  preload::CallSnapshot before = preload::snapshot(calls, true);
-  preload::run_workload(api, n);  // per-thread forms, from the second fill
-  preload::check_calls_since(before, calls, true);
+  preload::run_workload_checked(api, n, calls, true);  // per-thread forms, from the second fill
   std::printf("old_dlsym: ok\n");
   return 0;
 }

@@ -42,9 +42,7 @@ int main(int argc, char** argv) {
   for (bool per_thread : {false, true}) {
     preload::Api api;
     preload::fill_api_from_proc(&api, gpa2, 13000, per_thread, shim);
-    preload::CallSnapshot before = preload::snapshot(calls, per_thread);
-    preload::run_workload(api, 64 * 1024);
-    preload::check_calls_since(before, calls, per_thread);
+    preload::run_workload_checked(api, 64 * 1024, calls, per_thread);
   }
   std::printf("old_driver: ok\n");
   return 0;

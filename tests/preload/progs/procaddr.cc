@@ -674,9 +674,7 @@ int main(int argc, char** argv) {
   for (bool per_thread : {false, true}) {
     preload::Api api;
     preload::fill_api_from_proc(&api, g_gpa2, 12000, per_thread, g_shim);
-    preload::CallSnapshot before = preload::snapshot(g_calls, per_thread);
-    preload::run_workload(api, 64 * 1024);
-    preload::check_calls_since(before, g_calls, per_thread);
+    preload::run_workload_checked(api, 64 * 1024, g_calls, per_thread);
   }
 
   CUcontext ctx = nullptr;

@@ -16,34 +16,6 @@
 
 namespace {
 
-struct Direct {
-  static CUresult init(unsigned f) { return cuInit(f); }
-  static CUresult device_get(CUdevice* d, int o) { return cuDeviceGet(d, o); }
-  static CUresult ctx_retain(CUcontext* c, CUdevice d) { return cuDevicePrimaryCtxRetain(c, d); }
-  static CUresult ctx_set(CUcontext c) { return cuCtxSetCurrent(c); }
-  static CUresult mem_get_info(size_t* f, size_t* t) { return cuMemGetInfo(f, t); }
-  static CUresult alloc(CUdeviceptr* p, size_t n) { return cuMemAlloc(p, n); }
-  static CUresult free(CUdeviceptr p) { return cuMemFree(p); }
-  static CUresult alloc_host(void** p, size_t n) { return cuMemAllocHost(p, n); }
-  static CUresult free_host(void* p) { return cuMemFreeHost(p); }
-  static CUresult stream_create(CUstream* s, unsigned f) { return cuStreamCreate(s, f); }
-  static CUresult stream_destroy(CUstream s) { return cuStreamDestroy(s); }
-  static CUresult stream_sync(CUstream s) { return cuStreamSynchronize(s); }
-  static CUresult htod(CUdeviceptr d, const void* s, size_t n) { return cuMemcpyHtoD(d, s, n); }
-  static CUresult dtoh(void* d, CUdeviceptr s, size_t n) { return cuMemcpyDtoH(d, s, n); }
-  static CUresult dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD(d, s, n); }
-  static CUresult htod_async(CUdeviceptr d, const void* s, size_t n, CUstream st) { return cuMemcpyHtoDAsync(d, s, n, st); }
-  static CUresult dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream st) { return cuMemcpyDtoHAsync(d, s, n, st); }
-  static CUresult copy(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpy(d, s, n); }
-  static CUresult memset32(CUdeviceptr d, unsigned v, size_t n) { return cuMemsetD32(d, v, n); }
-  static CUresult memset8(CUdeviceptr d, unsigned char v, size_t n) { return cuMemsetD8(d, v, n); }
-  static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                         unsigned sh, CUstream st, void** p, void** e) {
-    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, st, p, e);
-  }
-  static CUresult launch_ex(const CUlaunchConfig* c, CUfunction f, void** p, void** e) { return cuLaunchKernelEx(c, f, p, e); }
-};
-
 void context() {
   CUdevice dev;
   CUcontext ctx;
@@ -74,12 +46,12 @@ extern "C" __attribute__((noinline)) void site_b(size_t n) {
 
 int main(int argc, char** argv) {
   if (preload::has_arg(argc, argv, "--fork")) {
-    preload::run_workload(Direct{}, 64 * 1024);
+    preload::run_workload(preload::Linked{}, 64 * 1024);
     std::fflush(stdout);
     pid_t child = fork();
     CHECK(child >= 0);
     if (child == 0) {
-      preload::run_workload(Direct{}, 128 * 1024);
+      preload::run_workload(preload::Linked{}, 128 * 1024);
       std::exit(0);  // destructors run: the child ends its own trace
     }
     int status = 0;
@@ -91,7 +63,7 @@ int main(int argc, char** argv) {
   }
   if (preload::has_arg(argc, argv, "--flush")) {
     const char* path = argv[argc - 1];
-    preload::run_workload(Direct{}, 64 * 1024);
+    preload::run_workload(preload::Linked{}, 64 * 1024);
     auto flush = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "gpumemshim_trace_flush"));
     int rc = flush ? flush() : -2;
     std::FILE* f = std::fopen(path, "r");
@@ -124,7 +96,7 @@ int main(int argc, char** argv) {
     std::printf("trace: ok\n");
     return 0;
   }
-  preload::run_workload(Direct{}, 64 * 1024);
+  preload::run_workload(preload::Linked{}, 64 * 1024);
   std::printf("trace: ok\n");
   return 0;
 }
