@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
 
 tools/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.configure.log 2>&1 ||
+# Warnings stay warnings here: a newer compiler than the project's g++ 12 must not stop the demo
+# (tools/test.sh, which CI runs, builds with -Werror).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF >build.configure.log 2>&1 ||
   { cat build.configure.log; exit 1; }
 cmake --build build -j "$(nproc)"
 

@@ -29,7 +29,8 @@ using Backtrace = int (*)(void**, int);
 Backtrace g_backtrace = nullptr;
 uintptr_t g_self_lo = 0, g_self_hi = 0;  // this library's mapped range: its frames are skipped
 
-int find_self(dl_phdr_info* info, size_t, void* data) {
+// Used only when built with libunwind.
+[[maybe_unused]] int find_self(dl_phdr_info* info, size_t, void* data) {
   auto self = reinterpret_cast<uintptr_t>(data);
   uintptr_t lo = ~uintptr_t{0}, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
