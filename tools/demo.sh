@@ -26,5 +26,6 @@ MSG
 fi
 
 echo
-echo "== training a small GPT-style model under gpumemshim (policy off: observe and count)"
+echo "== training a small GPT-style model under gpumemshim (placement policy off: memory stays where"
+echo "   the program puts it; copies from pageable memory take the shim's fast paths; counts at exit)"
 "$gms" run --stats -- python3 tools/demo/train.py "$@"
