@@ -181,6 +181,9 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   req.block_known = inside;
   req.block_bytes = hi - lo;
   req.block_registered = inside && s.by_serial.count(block->serial);
+  // History of freed blocks is never looked up again; rather than follow every free, the map is
+  // bounded: forgetting only delays a registration (a million .cpu() calls make a million blocks).
+  if (s.copies.size() > 4096) s.copies.clear();
   req.earlier_copies = inside ? s.copies[block->serial]++ : 0;
   req.host_is_source = c.dir == HostCopyDir::htod;
   req.fits_cache = inside && hi - lo <= s.cache.limit();
