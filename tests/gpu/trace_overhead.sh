@@ -20,15 +20,24 @@ timed() {
   t1=$(date +%s.%N)
   python3 -c "print($t1 - $t0)"
 }
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+REPS=${REPS:-3}
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 
 printf '| workload | no trace (s) | trace (s) | ratio | trace + faults (s) | ratio |\n|---|---:|---:|---:|---:|---:|\n' | tee "$OUT/trace_overhead.md"
 while IFS='|' read -r name cmd; do
   a=() b=() c=()
-  for i in 1 2 3; do
-    a+=("$(timed $cmd)")
-    b+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-%p.jsonl" $cmd)")
-    c+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-faults-%p.jsonl" GPUMEMSHIM_TRACE_FAULTS=1 $cmd)")
+  for ((i = 0; i < REPS; ++i)); do
+    # Rotate the order so that drift (caches, clocks) falls on every mode alike.
+    case $((i % 3)) in
+      0) a+=("$(timed $cmd)"); b+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-%p.jsonl" $cmd)")
+         c+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-faults-%p.jsonl" GPUMEMSHIM_TRACE_FAULTS=1 $cmd)") ;;
+      1) b+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-%p.jsonl" $cmd)")
+         c+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-faults-%p.jsonl" GPUMEMSHIM_TRACE_FAULTS=1 $cmd)")
+         a+=("$(timed $cmd)") ;;
+      2) c+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-faults-%p.jsonl" GPUMEMSHIM_TRACE_FAULTS=1 $cmd)")
+         a+=("$(timed $cmd)"); b+=("$(timed GPUMEMSHIM_TRACE="$OUT/traces/$name-%p.jsonl" $cmd)") ;;
+    esac
+    rm -f "$OUT"/traces/*.jsonl  # keep the disk and the returned files small
   done
   ma=$(median "${a[@]}") mb=$(median "${b[@]}") mc=$(median "${c[@]}")
   python3 -c "print('| $name | %.2f | %.2f | %.3f | %.2f | %.3f |' % ($ma, $mb, $mb / $ma, $mc, $mc / $ma))" |
