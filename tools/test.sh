@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command of the README: installs what is missing, builds gpumemshim, and runs every test
-# layer twice, once as built for users and once under AddressSanitizer and UBSan. GPU tests run
-# when a GPU is present and report "skipped" otherwise.
+# layer three times: as built for users, under AddressSanitizer and UBSan, and under
+# ThreadSanitizer. GPU tests run when a GPU is present and report "skipped" otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -17,10 +17,13 @@ configure_and_build() {
   cmake --build "$dir" -j "$jobs"
 }
 
-mkdir -p build build-sanitize
+mkdir -p build build-sanitize build-tsan
 configure_and_build build
 configure_and_build build-sanitize -DGMS_SANITIZE=address,undefined
+configure_and_build build-tsan -DGMS_SANITIZE=thread
 
+echo "== tests under ThreadSanitizer"
+ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 echo "== tests under AddressSanitizer and UBSan"
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 echo "== tests"

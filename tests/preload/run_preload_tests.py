@@ -288,6 +288,9 @@ class PreloadCase(unittest.TestCase):
         # The stand-in driver never frees its bookkeeping, and some programs keep memory to the end.
         env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:" + env.get("ASAN_OPTIONS", "")
         env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:" + env.get("UBSAN_OPTIONS", "")
+        # The trace writer restarts its thread in a fork child, by design; ThreadSanitizer refuses
+        # new threads after a multi-threaded fork unless told it may.
+        env["TSAN_OPTIONS"] = "die_after_fork=0:halt_on_error=1:" + env.get("TSAN_OPTIONS", "")
         return env
 
     def preload_list(self):
