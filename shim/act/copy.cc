@@ -75,6 +75,14 @@ uint64_t register_limit() {
 
 CUstream effective(CUstream s, bool per_thread) { return (!s && per_thread) ? CU_STREAM_PER_THREAD : s; }
 
+// A copy into a stream being captured would put the shim's staging buffer (reused at once) or a
+// registration (dropped when the memory goes) into the program's graph: the driver refuses
+// pageable copies there, and so the program must get the driver's answer, not ours.
+bool capturing(CUstream s) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return call_real(GMS_REAL(cuStreamIsCapturing), s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // Caller holds s.mu. Drops one registration; a failed unregister keeps it registered (and so in
 // by_addr: its address range stays blocked for the shim), as the driver still has it.
 void drop(State& s, uintptr_t lo, Decision why) {
@@ -189,6 +197,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   req.fits_cache = inside && hi - lo <= s.cache.limit();
   req.may_stage = stage;
   policy::CopyPath path = policy::choose_copy_path(policy::CopyCosts{}, mode, req);
+  if (path != policy::CopyPath::driver && capturing(effective(c.stream, c.per_thread))) path = policy::CopyPath::driver;
   Stats& st = runtime_stats();
   if (path == policy::CopyPath::register_block && !enroll(s, *block, lo, hi)) path = stage ? policy::CopyPath::staged : policy::CopyPath::driver;
   if (path == policy::CopyPath::registered) {
