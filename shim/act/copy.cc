@@ -1,7 +1,6 @@
 #include "copy.h"
 
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,12 +21,6 @@ namespace gms::act {
 namespace {
 
 using entry::call_real;
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 uintptr_t page() {
   static const uintptr_t p = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -75,13 +68,6 @@ uint64_t register_limit() {
 
 CUstream effective(CUstream s, bool per_thread) { return (!s && per_thread) ? CU_STREAM_PER_THREAD : s; }
 
-// A copy into a stream being captured would put the shim's staging buffer (reused at once) or a
-// registration (dropped when the memory goes) into the program's graph: the driver refuses
-// pageable copies there, and so the program must get the driver's answer, not ours.
-bool capturing(CUstream s) {
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  return call_real(GMS_REAL(cuStreamIsCapturing), s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
 
 // Caller holds s.mu. Drops one registration; a failed unregister keeps it registered (and so in
 // by_addr: its address range stays blocked for the shim), as the driver still has it.
@@ -89,10 +75,11 @@ void drop(State& s, uintptr_t lo, Decision why) {
   auto it = s.by_addr.find(lo);
   if (it == s.by_addr.end()) return;
   Registration r = it->second;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = trace::monotonic_ns();
   CUresult res = exiting() ? CUDA_SUCCESS : call_real(GMS_REAL(cuMemHostUnregister), reinterpret_cast<void*>(r.lo));
+  uint64_t took = trace::monotonic_ns() - t0;
   Stats& st = runtime_stats();
-  st.time(Timing::unregister_ns, now_ns() - t0);
+  st.time(Timing::unregister_ns, took);
   s.cache.erase(r.serial);
   s.by_serial.erase(r.serial);
   if (res != CUDA_SUCCESS) {
@@ -105,7 +92,7 @@ void drop(State& s, uintptr_t lo, Decision why) {
   }
   s.by_addr.erase(it);
   g_registrations.fetch_sub(1, std::memory_order_relaxed);
-  if (trace::enabled()) trace::host_unregistered(r.lo, r.hi - r.lo, now_ns() - t0, why == Decision::cache_evicted ? "evict" : "free");
+  if (trace::enabled()) trace::host_unregistered(r.lo, r.hi - r.lo, took, why == Decision::cache_evicted ? "evict" : "free");
   st.decision(Decision::unregistered, r.hi - r.lo);
   st.decision(why, r.hi - r.lo);
   st.live_sub(MemKind::shim_registered, r.hi - r.lo);
@@ -120,11 +107,17 @@ bool enroll(State& s, const Region& block, uintptr_t lo, uintptr_t hi) {
   // A read-only file mapping (np.load(mmap_mode='r')) can only be registered read-only.
   bool read_only = block.origin == Origin::mmap_file && !(block.flags & PROT_WRITE);
   unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | (read_only ? CU_MEMHOSTREGISTER_READ_ONLY : 0u);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = trace::monotonic_ns();
   CUresult r = call_real(GMS_REAL(cuMemHostRegister_v2), reinterpret_cast<void*>(lo), hi - lo, flags);
+  uint64_t took = trace::monotonic_ns() - t0;
   Stats& st = runtime_stats();
-  st.time(Timing::register_ns, now_ns() - t0);
-  if (trace::enabled()) trace::host_registered(lo, hi - lo, now_ns() - t0, r == CUDA_SUCCESS ? "ok" : trace::cuda_error_name(r), register_mode() == policy::RegisterMode::always ? "always" : s.copies[block.serial] > 1 ? "reuse" : "auto");
+  st.time(Timing::register_ns, took);
+  if (trace::enabled()) {
+    const char* why = register_mode() == policy::RegisterMode::always ? "always"
+                      : s.copies[block.serial] > 1                    ? "reuse"
+                                                                      : "auto";
+    trace::host_registered(lo, hi - lo, took, r == CUDA_SUCCESS ? "ok" : trace::cuda_error_name(r), why);
+  }
   if (r != CUDA_SUCCESS) {
     s.cache.erase(block.serial);
     if (log_enabled(LogLevel::info)) {
@@ -197,7 +190,11 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   req.fits_cache = inside && hi - lo <= s.cache.limit();
   req.may_stage = stage;
   policy::CopyPath path = policy::choose_copy_path(policy::CopyCosts{}, mode, req);
-  if (path != policy::CopyPath::driver && capturing(effective(c.stream, c.per_thread))) path = policy::CopyPath::driver;
+  // In a capture, the graph would keep the shim's staging buffer (reused at once) or a registration
+  // (dropped when the memory goes): the driver refuses pageable copies there, and so should the copy.
+  if (path != policy::CopyPath::driver && entry::stream_capturing(c.stream, c.per_thread)) {
+    path = policy::CopyPath::driver;
+  }
   Stats& st = runtime_stats();
   if (path == policy::CopyPath::register_block && !enroll(s, *block, lo, hi)) path = stage ? policy::CopyPath::staged : policy::CopyPath::driver;
   if (path == policy::CopyPath::registered) {

@@ -42,13 +42,6 @@ policy::PlacementConfig make_config() {
   return c;
 }
 
-bool capturing(CUstream stream, bool per_thread) {
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = per_thread ? call_real(GMS_REAL(cuStreamIsCapturing_ptsz), stream, &st)
-                          : call_real(GMS_REAL(cuStreamIsCapturing), stream, &st);
-  return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), out, bytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL));
   if (r != CUDA_SUCCESS) return r;
@@ -116,7 +109,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   const auto& cfg = placement_config();
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
-  pr.capturing = req.stream_ordered && capturing(req.stream, req.per_thread);
+  pr.capturing = req.stream_ordered && entry::stream_capturing(req.stream, req.per_thread);
   // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
   policy::DeviceBudget budget{device_limit(dev), ledger().used(dev)};
   policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);

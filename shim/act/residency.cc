@@ -89,13 +89,6 @@ void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, in
   }
 }
 
-bool capturing(CUstream stream, bool per_thread) {
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = per_thread ? call_real(GMS_REAL(cuStreamIsCapturing_ptsz), stream, &st)
-                          : call_real(GMS_REAL(cuStreamIsCapturing), stream, &st);
-  return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stream, bool per_thread) {
   return per_thread ? call_real(GMS_REAL(cuMemPrefetchAsync_v2_ptsz), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream)
                     : call_real(GMS_REAL(cuMemPrefetchAsync_v2), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream);
@@ -163,7 +156,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
       }
       if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced);
     }
-    if (referenced.empty() || capturing(stream, per_thread)) return;
+    if (referenced.empty() || entry::stream_capturing(stream, per_thread)) return;
     uint64_t limit = device_limit(dev), used = ledger().used(dev);
     policy::ResidencyPlanner& p = planner(s, dev);
     actions = p.plan_launch(referenced, used < limit ? limit - used : 0);

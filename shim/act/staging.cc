@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <time.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,6 +14,7 @@
 #include "core/guard.h"
 #include "core/runtime.h"
 #include "entry/common.h"
+#include "trace/trace.h"
 
 namespace gms::act {
 namespace {
@@ -23,12 +23,6 @@ using entry::call_real;
 
 constexpr size_t kChunk = 16u << 20;  // a DMA of 16 MiB runs near the link's peak
 constexpr int kBuffers = 4;           // chunks in flight: enough to overlap copy and DMA both ways
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // A fixed set of threads that copy slices of one memcpy in parallel; the caller does a slice too.
 class CopyCrew {
@@ -144,7 +138,7 @@ CUresult dma_dtoh(void* dst, CUdeviceptr src, size_t n, CUstream s) {
 
 CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait) {
   ShimScope scope;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = trace::monotonic_ns();
   Engine& e = engine();
   std::lock_guard lock(e.mu);
   std::vector<CUevent>* evs = ready(e);
@@ -165,13 +159,13 @@ CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream st
       if ((r = call_real(GMS_REAL(cuEventSynchronize), ev)) != CUDA_SUCCESS) break;
     }
   }
-  runtime_stats().time(Timing::staged_ns, now_ns() - t0);
+  runtime_stats().time(Timing::staged_ns, trace::monotonic_ns() - t0);
   return r;
 }
 
 CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   ShimScope scope;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = trace::monotonic_ns();
   Engine& e = engine();
   std::lock_guard lock(e.mu);
   std::vector<CUevent>* evs = ready(e);
@@ -197,7 +191,7 @@ CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) 
     e.crew->copy(out + off, e.buffers[b], std::min(kChunk, bytes - off));
     if (k + kBuffers < chunks) r = issue(k + kBuffers);
   }
-  runtime_stats().time(Timing::staged_ns, now_ns() - t0);
+  runtime_stats().time(Timing::staged_ns, trace::monotonic_ns() - t0);
   return r;
 }
 

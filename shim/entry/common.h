@@ -26,6 +26,15 @@ inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
 // The device of the calling thread's current context, or -1 when there is none.
 int current_device();
 
+// Whether the stream is being captured into a graph. An unanswered query counts as yes: nothing the
+// shim adds (managed memory, prefetches, staging buffers, registrations) may end up in a graph.
+inline bool stream_capturing(CUstream stream, bool per_thread) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = per_thread ? call_real(GMS_REAL(cuStreamIsCapturing_ptsz), stream, &st)
+                          : call_real(GMS_REAL(cuStreamIsCapturing), stream, &st);
+  return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // For copy ends the call does not type (cuMemcpy): what the driver says the pointer is.
 observe::PtrKind ask_driver(uintptr_t addr);
 
