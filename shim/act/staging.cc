@@ -127,6 +127,15 @@ std::vector<CUevent>* ready(Engine& e) {
   return &evs;
 }
 
+// Every staging buffer's last DMA is done.
+CUresult wait_all(const std::vector<CUevent>& evs) {
+  for (CUevent ev : evs) {
+    CUresult r = call_real(GMS_REAL(cuEventSynchronize), ev);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult dma_htod(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
   return call_real(GMS_REAL(cuMemcpyHtoDAsync_v2), dst, src, n, s);
 }
@@ -155,9 +164,7 @@ CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream st
     r = call_real(GMS_REAL(cuEventRecord), (*evs)[b], stream);
   }
   if (r == CUDA_SUCCESS && wait) {
-    for (CUevent ev : *evs) {
-      if ((r = call_real(GMS_REAL(cuEventSynchronize), ev)) != CUDA_SUCCESS) break;
-    }
+    r = wait_all(*evs);
   }
   runtime_stats().time(Timing::staged_ns, trace::monotonic_ns() - t0);
   return r;
@@ -180,9 +187,7 @@ CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) 
     return x == CUDA_SUCCESS ? call_real(GMS_REAL(cuEventRecord), (*evs)[b], stream) : x;
   };
   // Earlier staged copies may still be reading a buffer (host to device): wait for all first.
-  for (CUevent ev : *evs) {
-    if ((r = call_real(GMS_REAL(cuEventSynchronize), ev)) != CUDA_SUCCESS) return r;
-  }
+  if ((r = wait_all(*evs)) != CUDA_SUCCESS) return r;
   for (size_t k = 0; k < chunks && k < kBuffers && r == CUDA_SUCCESS; ++k) r = issue(k);
   for (size_t k = 0; k < chunks && r == CUDA_SUCCESS; ++k) {
     int b = static_cast<int>(k % kBuffers);
