@@ -77,6 +77,14 @@ void HostPool::set_tag(uint64_t addr, uint64_t tag) {
   if (it != blocks_.end()) it->second.tag = tag;
 }
 
+void HostPool::discard(uint64_t addr) {
+  auto it = blocks_.find(addr);
+  if (it == blocks_.end() || !it->second.live) return;
+  live_ -= it->second.size;
+  free_space(addr, addr + it->second.size);
+  blocks_.erase(it);
+}
+
 std::vector<AddrRange> HostPool::drain() {
   std::vector<AddrRange> out;
   while (!lru_.empty()) give_back(lru_.front(), &out);

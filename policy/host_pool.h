@@ -58,6 +58,9 @@ class HostPool {
   // An opaque value kept with the block across reuses (the shim keeps the block's serial there,
   // so that its registration is found again).
   void set_tag(uint64_t addr, uint64_t tag);
+  // A live block that could not be used (its memory could not be mapped): back to free address
+  // space, as if never handed out.
+  void discard(uint64_t addr);
   // Gives back every cached block (the program's memory stays).
   std::vector<AddrRange> drain();
 

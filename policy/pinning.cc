@@ -40,8 +40,11 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
     double reg = c.register_fixed_us * 1e-6 +
                  seconds(r.block_bytes, touched ? c.register_touched_gbps : c.register_untouched_gbps);
     // A block copied again and again is likely to be copied again: its registration is spread
-    // over the copies seen so far, this one included.
-    double registered = reg / (1.0 + r.earlier_copies) + seconds(r.bytes, c.pinned_gbps);
+    // over the copies seen so far, this one included. A pool block's registration outlives its
+    // owner, so it is spread over at least the next few owners' copies as well.
+    double copies = 1.0 + r.earlier_copies;
+    if (r.recycled && copies < c.recycled_copies) copies = c.recycled_copies;
+    double registered = reg / copies + seconds(r.bytes, c.pinned_gbps);
     if (registered < best) path = CopyPath::register_block;
   }
   return path;

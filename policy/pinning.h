@@ -26,6 +26,7 @@ struct CopyCosts {
   double register_untouched_gbps = 2.13;  // 1 GiB in 503 ms
   double register_fixed_us = 300;      // per call, whatever the size (0.73 ms for 4 MiB with unregister)
   uint64_t stage_min_bytes = 4ull << 20;  // below this the driver's own staging is as good
+  double recycled_copies = 16;  // copies a pool block's registration is expected to serve
 };
 
 enum class RegisterMode : uint8_t { auto_, always, off };
@@ -47,6 +48,7 @@ struct CopyRequest {
   bool host_is_source = true;    // host to device: the source pages are touched for sure
   bool fits_cache = false;       // the block fits the registration cache's limit
   bool may_stage = true;         // stream-ordered semantics allow the staged path here
+  bool recycled = false;         // a host pool block: it keeps its registration for its next owners
 };
 
 CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyRequest& r);

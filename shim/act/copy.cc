@@ -1,5 +1,6 @@
 #include "copy.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "act/host_pool.h"
 #include "act/staging.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -41,7 +43,10 @@ struct State {
   std::unordered_map<uint64_t, uint32_t> copies;      // block serial -> copies seen
 };
 
+State* g_child_state = nullptr;  // in a fork child: its own
+
 State& state() {
+  if (g_child_state) return *g_child_state;
   static NoDestructor<State> s;
   return *s;
 }
@@ -189,6 +194,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   req.host_is_source = c.dir == HostCopyDir::htod;
   req.fits_cache = inside && hi - lo <= s.cache.limit();
   req.may_stage = stage;
+  req.recycled = inside && pool::owns(c.host);
   policy::CopyPath path = policy::choose_copy_path(policy::CopyCosts{}, mode, req);
   // In a capture, the graph would keep the shim's staging buffer (reused at once) or a registration
   // (dropped when the memory goes): the driver refuses pageable copies there, and so should the copy.
@@ -236,5 +242,19 @@ void host_range_going(uintptr_t lo, uintptr_t hi) {
 }
 
 void before_program_registers(uintptr_t lo, uintptr_t hi) { host_range_going(lo, hi); }
+
+namespace {
+// Registrations are the parent's (a child has no CUDA context of its own): the child starts from
+// a new, empty state and leaves the parent's alone. No lock is taken around fork: a thread of the
+// parent may be inside the driver with the lock held, and the driver's own fork handlers may wait
+// for that thread.
+void fork_child() {
+  ShimScope scope;
+  g_child_state = new State();
+  g_registrations.store(0, std::memory_order_relaxed);
+}
+}  // namespace
+
+void copy_init() { pthread_atfork(nullptr, nullptr, fork_child); }
 
 }  // namespace gms::act

@@ -27,6 +27,9 @@ struct HostCopy {
 // `ordinary` makes the program's own call. The copy's statistics are recorded by the caller.
 CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx);
 
+// At load: fork handlers (a child keeps none of the parent's registrations).
+void copy_init();
+
 // Host memory is about to go away or be discarded: [lo, hi) (munmap, mremap, madvise, MAP_FIXED),
 // or the block starting at `base` (free, realloc). Registrations the shim made there are dropped
 // first. Cheap when the shim has none.

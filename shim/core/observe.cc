@@ -169,8 +169,12 @@ void copy_classified(PtrKind d, PtrKind k, uint64_t bytes, bool peer) {
 
 void copy_call(bool ok, uint64_t bytes) { runtime_stats().call(Family::memcpy, bytes, ok); }
 
-void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot) {
+uint64_t new_host_serial() {
   static std::atomic<uint64_t> serials{0};
+  return serials.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot, uint64_t serial) {
   Stats& s = runtime_stats();
   ShimScope scope;
   Region r;
@@ -179,7 +183,7 @@ void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot)
   r.kind = MemKind::host_block;
   r.origin = origin;
   r.flags = prot;
-  r.serial = serials.fetch_add(1, std::memory_order_relaxed) + 1;
+  r.serial = serial ? serial : new_host_serial();
   size_t stale = host_blocks().insert(r);
   if (stale) s.anomaly(Anomaly::stale_regions, stale);
   s.call(Family::host_block_alloc, size, true);

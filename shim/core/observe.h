@@ -53,7 +53,10 @@ void copy_call(bool ok, uint64_t bytes);
 
 // Host blocks: large malloc-family and mmap blocks.
 // `prot`: for mmap blocks, the protection (read-only file mappings register read-only).
-void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot = 0);
+// `serial`: 0 for a new block instance; a recycled pool block keeps the one it was given by
+// new_host_serial(), so that its registration is found again.
+void host_block_alloc(uintptr_t base, size_t size, Origin origin, uint32_t prot = 0, uint64_t serial = 0);
+uint64_t new_host_serial();
 // Forgets the block starting at base; returns it (nothing if it was not tracked).
 std::optional<Region> host_block_free(uintptr_t base);
 // A range of address space went away (munmap, mremap's old range, MAP_FIXED over it).

@@ -105,6 +105,7 @@ bool parse_size(const char* t, uint64_t* out) {
 bool parse_value(const char* t, Size* out) { return parse_size(t, &out->bytes); }
 
 bool parse_value(const char* t, SizeOrPercent* out) {
+  if (ieq(t, "off")) return *out = SizeOrPercent{}, true;
   size_t n = std::strlen(t);
   if (n > 1 && t[n - 1] == '%') {
     char tmp[32];

@@ -53,7 +53,10 @@ namespace gms {
   X(unregistered, "registrations the shim dropped")                                            \
   X(cache_hit, "copies that found their block registered")                                     \
   X(cache_evicted, "registrations dropped to stay within GPUMEMSHIM_REGISTER_LIMIT")          \
-  X(invalidated, "registrations dropped because the memory was freed, unmapped or discarded")
+  X(invalidated, "registrations dropped because the memory was freed, unmapped or discarded")  \
+  X(pool_reused, "large host allocations served by a recycled pool block (GPUMEMSHIM_HOST_POOL)") \
+  X(pool_new, "large host allocations served by a new pool block")                           \
+  X(pool_released, "pool blocks given back to the system to stay within the pool's bound")
 
 // Time spent by the shim's own work that the program waits for, in nanoseconds.
 #define GMS_TIMINGS(X)                                  \

@@ -1,14 +1,19 @@
 // Host memory hooks: the malloc family and the mmap family. Small blocks cost one compare on the
 // way in and one malloc_usable_size on the way out; only blocks at or above GPUMEMSHIM_HOST_THRESHOLD
 // reach the registry. glibc maps large malloc blocks with an internal mmap that the mmap hook never
-// sees, which is why blocks are tracked here in the malloc family as well.
+// sees, which is why blocks are tracked here in the malloc family as well. With GPUMEMSHIM_HOST_POOL
+// the large ones come from the shim's pool instead (act/host_pool): every hook that takes a
+// pointer asks the pool first, since glibc must never see a pool block.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdarg>
 #include <cstdint>
 
+#include <cstring>
+
 #include "act/copy.h"
+#include "act/host_pool.h"
 #include "common.h"
 #include "driver/libc.h"
 
@@ -26,6 +31,11 @@ inline void track(void* p, size_t n, Origin o) {
   if (p && large(n) && !in_shim()) observe::host_block_alloc(addr(p), n, o);
 }
 
+// A large block from the pool, or nullptr (the pool is off, full, or the alignment too large).
+inline void* pooled(size_t n, size_t align, Origin o, bool zero) {
+  return act::pool::on() && !in_shim() ? act::pool::take(n, align, o, zero) : nullptr;
+}
+
 inline uintptr_t page_round(uintptr_t n) {
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   return (n + page - 1) & ~(page - 1);
@@ -38,6 +48,9 @@ using namespace gms;
 using namespace gms::entry;
 
 GMS_EXPORT void* malloc(size_t n) {
+  if (large(n)) {
+    if (void* p = pooled(n, 1, Origin::malloc, false)) return p;
+  }
   void* p = libc::malloc(n);
   track(p, n, Origin::malloc);
   return p;
@@ -55,18 +68,41 @@ size_t forget_block(void* p) {
 }
 
 GMS_EXPORT void free(void* p) {
+  if (act::pool::owns(p)) return act::pool::give(p);
   if (maybe_tracked(p)) forget_block(p);
   libc::free(p);
 }
 
 GMS_EXPORT void* calloc(size_t n, size_t size) {
-  void* p = libc::calloc(n, size);
   size_t total = 0;
+  if (!__builtin_mul_overflow(n, size, &total) && large(total)) {
+    if (void* p = pooled(total, 1, Origin::calloc, true)) return p;
+  }
+  void* p = libc::calloc(n, size);
+  total = 0;
   if (p && !__builtin_mul_overflow(n, size, &total)) track(p, total, Origin::calloc);
   return p;
 }
 
+// A pool block grows or shrinks as glibc's would: in place while it still fits (and is not mostly
+// wasted), else into a new block with the contents copied; realloc(p, 0) frees.
+void* realloc_pooled(void* p, size_t n) {
+  size_t have = act::pool::usable(p);
+  if (n == 0) {
+    act::pool::give(p);
+    return nullptr;
+  }
+  if (have == 0) return nullptr;  // not a live block: nothing to grow (the pool logs frees of these)
+  if (n <= have && n > have / 2) return p;
+  void* q = malloc(n);
+  if (!q) return nullptr;  // the old block lives on, as glibc leaves it
+  std::memcpy(q, p, n < have ? n : have);
+  act::pool::give(p);
+  return q;
+}
+
 GMS_EXPORT void* realloc(void* p, size_t n) {
+  if (act::pool::owns(p)) return realloc_pooled(p, n);
   size_t forgot = maybe_tracked(p) ? forget_block(p) : 0;
   void* q = libc::realloc(p, n);
   if (!q && n != 0 && forgot) {
@@ -84,21 +120,36 @@ GMS_EXPORT void* reallocarray(void* p, size_t n, size_t size) {
 }
 
 GMS_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+  // Only valid alignments (powers of two, multiples of a pointer) may be served: glibc checks them.
+  if (large(n) && align % sizeof(void*) == 0 && (align & (align - 1)) == 0) {
+    if (void* p = pooled(n, align, Origin::memalign, false)) return *out = p, 0;
+  }
   int r = libc::posix_memalign(out, align, n);
   if (r == 0) track(*out, n, Origin::memalign);
   return r;
 }
 
 GMS_EXPORT void* aligned_alloc(size_t align, size_t n) {
+  if (large(n) && align != 0 && (align & (align - 1)) == 0) {
+    if (void* p = pooled(n, align, Origin::memalign, false)) return p;
+  }
   void* p = libc::aligned_alloc(align, n);
   track(p, n, Origin::memalign);
   return p;
 }
 
 GMS_EXPORT void* memalign(size_t align, size_t n) {
+  if (large(n) && align != 0 && (align & (align - 1)) == 0) {
+    if (void* p = pooled(n, align, Origin::memalign, false)) return p;
+  }
   void* p = libc::memalign(align, n);
   track(p, n, Origin::memalign);
   return p;
+}
+
+GMS_EXPORT size_t malloc_usable_size(void* p) {
+  if (act::pool::owns(p)) return act::pool::usable(p);
+  return libc::malloc_usable_size(p);
 }
 
 namespace gms::entry {

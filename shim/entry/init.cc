@@ -1,6 +1,8 @@
 // Library life cycle: read the options when loaded, report when the process exits. The
 // destructor runs after the program's atexit handlers and after libcuda's own destructors (it
 // was loaded later), so it makes no CUDA call: it only prints what was counted.
+#include "act/copy.h"
+#include "act/host_pool.h"
 #include "core/runtime.h"
 #include "trace/cuda_backend.h"
 #include "trace/trace.h"
@@ -8,6 +10,8 @@
 namespace {
 __attribute__((constructor)) void gms_load() {
   gms::runtime_init();
+  gms::act::copy_init();
+  gms::act::pool::init();
   gms::trace::attach_cuda_backend();
 }
 // The trace ends before the statistics are written (CUPTI's last records were flushed by an

@@ -626,6 +626,48 @@ class PreloadCopies(PreloadCase):
         self.run_program("copies", shim=False)
 
 
+class PreloadPool(PreloadCase):
+    """(m) Recycled host blocks: progs/pool.cc checks the data, glibc's behaviour and the stand-in's
+    registration counts itself; this checks that the pool was used, and that it is off by default."""
+
+    POOL = {"GPUMEMSHIM_HOST_POOL": "128M", "GPUMEMSHIM_REGISTER": "always"}
+
+    def pool_decisions(self, run):
+        d = self.only_stats(run)["decisions"]
+        return {k: d[k]["calls"] for k in ("pool_new", "pool_reused", "pool_released")}
+
+    def test_pool(self):
+        run = self.run_program("pool", "--pool", env=self.POOL)
+        self.assertIn("pool ok", run.stdout)
+        self.assert_quiet(run)
+        d = self.pool_decisions(run)
+        if Config.shadowed_malloc():
+            self.assertEqual(d, {"pool_new": 0, "pool_reused": 0, "pool_released": 0},
+                             "the sanitizer's allocator serves every block")
+            return
+        self.assertGreaterEqual(d["pool_new"], 5)
+        self.assertGreaterEqual(d["pool_reused"], 8)
+        self.assertGreaterEqual(d["pool_released"], 3, "the bound gave blocks back (step 7)")
+
+    def test_off_by_default(self):
+        run = self.run_program("pool", env={"GPUMEMSHIM_REGISTER": "always"})
+        self.assertEqual(self.pool_decisions(run), {"pool_new": 0, "pool_reused": 0, "pool_released": 0})
+
+    def test_percent_of_ram(self):
+        run = self.run_program("pool", env={"GPUMEMSHIM_HOST_POOL": "1%"})
+        if not Config.shadowed_malloc():
+            self.assertGreater(self.pool_decisions(run)["pool_reused"], 0)
+
+    def test_invalid_value_runs_without_the_pool(self):
+        run = self.run_program("pool", env={"GPUMEMSHIM_HOST_POOL": "lots"})
+        lines = [l for l in run.stderr.splitlines() if "GPUMEMSHIM_HOST_POOL" in l]
+        self.assertEqual(len(lines), 1, run.stderr)
+        self.assertEqual(self.pool_decisions(run), {"pool_new": 0, "pool_reused": 0, "pool_released": 0})
+
+    def test_without_the_shim(self):
+        self.run_program("pool", "--pool", shim=False)
+
+
 class PreloadBadInput(PreloadCase):
     """(i) Bad arguments and bad options: no crash, everything counted, results still right."""
 

@@ -65,6 +65,17 @@ TEST(HostPool, ReleaseOfUnknownOrCachedAddressesFails) {
   EXPECT_FALSE(p.release(a.addr)) << "a double free is not a second release";
 }
 
+TEST(HostPool, ADiscardedBlockIsFreeSpaceAgain) {
+  HostPool p = make(64 * MiB, 8 * MiB);
+  auto a = p.acquire(8 * MiB);
+  p.discard(a.addr);
+  EXPECT_EQ(p.live_bytes(), 0u);
+  EXPECT_EQ(p.cached_bytes(), 0u) << "never cached: its memory was never mapped";
+  auto b = p.acquire(8 * MiB);
+  EXPECT_EQ(b.addr, a.addr);
+  EXPECT_TRUE(b.fresh);
+}
+
 TEST(HostPool, SmallestCachedBlockWithinTheSlackIsChosen) {
   HostPool p = make(1024 * MiB);
   auto big = p.acquire(100 * MiB);
