@@ -21,9 +21,11 @@ shim env GPUMEMSHIM_REGISTER=off "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/s
 echo "== S2: PyTorch 40 MB tensors x100"
 python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
 shim python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
+shim env GPUMEMSHIM_HOST_POOL=1G python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/pool   /" | tee -a "$LOG"
 python3 $P/s2_torch.py pinned 2>>"$LOG" | sed "s/^/pinned /" | tee -a "$LOG"
 echo "== numpy through CuPy and numba, 1 GiB"
 for fw in cupy numba; do
   python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
   shim python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
+  shim env GPUMEMSHIM_HOST_POOL=4G python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/pool   /" | tee -a "$LOG"
 done
