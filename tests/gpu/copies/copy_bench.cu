@@ -4,10 +4,14 @@
 //                         device), the destination fresh (device to host, as .cpu() gets it)
 //   copy_bench pinned     cudaMallocHost buffers: the link's speed, the yardstick
 //   copy_bench reuse      one malloc'd buffer copied 20 times (the S2 pattern, registration pays)
-//   copy_bench check      integrity: every path, both directions, checksums, and an async copy
-//                         whose source is overwritten as soon as the call returns
+//   copy_bench check      integrity: every path, both directions, checksums, an async copy
+//                         whose source is overwritten as soon as the call returns, and
+//                         file-backed mappings (read-only and read-write)
 // Run it with and without the shim; one JSON line per measurement.
 #include <cuda_runtime.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -76,11 +80,52 @@ int main(int argc, char** argv) {
         std::free(h);
       }
     }
+    // File-backed mappings (np.load(mmap_mode=...)): read-only to the device, then read-write
+    // from the device, three times each so that a registration (read-only, then read-write) is
+    // made and used; the file must hold what the device wrote.
+    {
+      const size_t n = 64ull << 20;
+      char path[] = "/tmp/gms-copy-bench-XXXXXX";
+      int fd = mkstemp(path);
+      if (fd < 0 || ftruncate(fd, static_cast<off_t>(n)) != 0) { std::perror("mkstemp/ftruncate"); return 1; }
+      unlink(path);
+      auto* w = static_cast<unsigned char*>(mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+      if (w == MAP_FAILED) { std::perror("mmap"); return 1; }
+      fill(w, n, 5);
+      unsigned long long want = sum(w, n);
+      CHECK(cudaDeviceSynchronize());
+      auto* ro = static_cast<unsigned char*>(mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0));
+      if (ro == MAP_FAILED) { std::perror("mmap read-only"); return 1; }
+      auto* back = static_cast<unsigned char*>(std::malloc(n));
+      for (int rep = 0; rep < 3; ++rep) {
+        CHECK(cudaMemset(dev, 0, n));
+        CHECK(cudaMemcpy(dev, ro, n, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(back, dev, n, cudaMemcpyDeviceToHost));
+        if (sum(back, n) != want) { std::fprintf(stderr, "read-only file mapping: wrong data\n"); return 1; }
+      }
+      for (int rep = 0; rep < 3; ++rep) {
+        fill(back, n, 40 + rep);
+        want = sum(back, n);
+        CHECK(cudaMemcpy(dev, back, n, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(w, dev, n, cudaMemcpyDeviceToHost));
+        if (msync(w, n, MS_SYNC) != 0) { std::perror("msync"); return 1; }
+        std::vector<unsigned char> file(n);
+        if (pread(fd, file.data(), n, 0) != static_cast<ssize_t>(n) || sum(file.data(), n) != want) {
+          std::fprintf(stderr, "read-write file mapping: the file does not hold the device's data\n");
+          return 1;
+        }
+      }
+      std::free(back);
+      munmap(ro, n);
+      munmap(w, n);
+      close(fd);
+    }
     std::printf("{\"check\": \"ok\"}\n");
     return 0;
   }
   for (size_t n : sizes) {
-    int reps = n <= (40ull << 20) ? 20 : 3;
+    // Many reps at 1 MiB: a single copy takes about 0.1 ms, too short to time a few of.
+    int reps = n <= (1ull << 20) ? 200 : n <= (40ull << 20) ? 20 : 3;
     for (int dir = 0; dir < 2; ++dir) {
       double total = 0;
       unsigned char* pinned = nullptr;

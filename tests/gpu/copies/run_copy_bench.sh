@@ -15,8 +15,15 @@ shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_STATS="$OUT/copies-stats-%p.json" "$@
 echo "== integrity under the shim"
 shim "$B/copy_bench" check 2>&1 | tee -a "$LOG" | tail -2
 echo "== one-shot copies"
-for m in pageable pinned reuse; do "$B/copy_bench" $m 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"; done
-for m in pageable reuse; do shim "$B/copy_bench" $m 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"; done
+# pageable: three alternating rounds of the driver and the shim (small copies are noisy: compare
+# medians of runs made side by side)
+for round in 1 2 3; do
+  "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/driver r$round /" | tee -a "$LOG"
+  shim "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/shim   r$round /" | tee -a "$LOG"
+done
+for m in pinned reuse; do "$B/copy_bench" $m 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"; done
+shim "$B/copy_bench" reuse 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
+shim env GPUMEMSHIM_HOST_POOL=12G "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/pool   /" | tee -a "$LOG"
 shim env GPUMEMSHIM_REGISTER=off "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/staged /" | tee -a "$LOG"
 echo "== S2: PyTorch 40 MB tensors x100"
 python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"

@@ -1,0 +1,58 @@
+"""GPU tests of fast copies (issue 5): copy_bench.cu's integrity check under every copy mode of the
+shim: small copies (the driver's way), large one-shot copies (staged or registered), reused blocks
+(registered), an async copy whose source is overwritten as soon as the call returns, device data
+read into pageable memory right after an async call, and file-backed mappings read-only and
+read-write. GPU safety: 4 GiB of ordinary device memory, no managed memory.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_env  # noqa: E402
+
+_NO_GPU = gpu_env.gpu_unavailable_reason()
+if _NO_GPU:
+    pytest.skip(f"no GPU on this machine: {_NO_GPU} (GPU tests run on the H100 test machine: see README)",
+                allow_module_level=True)
+
+from test_gpu import HERE, run_program, shim, workdir  # noqa: E402,F401
+from test_trace import nvcc_path  # noqa: E402
+
+MODES = {
+    "auto": {},
+    "always": {"GPUMEMSHIM_REGISTER": "always"},
+    "staged": {"GPUMEMSHIM_REGISTER": "off"},
+    "driver": {"GPUMEMSHIM_REGISTER": "off", "GPUMEMSHIM_STAGE": "off"},
+    "pool": {"GPUMEMSHIM_HOST_POOL": "3G"},
+}
+
+
+@pytest.fixture(scope="module")
+def copy_bench(tmp_path_factory):
+    nvcc = nvcc_path()
+    if not nvcc:
+        pytest.skip("nvcc not found: cannot build copy_bench.cu")
+    exe = str(tmp_path_factory.mktemp("gms-copies") / "copy_bench")
+    source = os.path.join(HERE, "copies", "copy_bench.cu")
+    for arch in ("-arch=native", "-arch=sm_90"):
+        r = subprocess.run([nvcc, "-O2", arch, "-o", exe, source], capture_output=True, text=True, timeout=300)
+        if r.returncode == 0:
+            return exe
+    pytest.fail(f"nvcc could not build {source}:\n{r.stderr[-3000:]}")
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_copy_integrity(mode, copy_bench, shim, workdir):
+    run = run_program([copy_bench, "check"], shim=shim, workdir=workdir, env_extra=MODES[mode])
+    assert run.stdout.decode().strip().endswith('{"check": "ok"}'), run.stderr_tail()
+    d = run.stats["decisions"]
+    if mode == "always":
+        assert d["registered"]["calls"] >= 4 and d["copy_registered"]["calls"] > 0, d
+        assert d["registered"]["calls"] == d["unregistered"]["calls"], f"a registration outlived its memory: {d}"
+    if mode == "staged":
+        assert d["copy_staged"]["calls"] > 0 and d["registered"]["calls"] == 0, d
+    if mode == "driver":
+        assert d["copy_staged"]["calls"] == 0 and d["registered"]["calls"] == 0, d
