@@ -12,13 +12,20 @@
   - PyTorch (skipped without it): an NVTX range (torch.cuda.nvtx.range_push/pop) around work on
     managed memory (GPUMEMSHIM_POLICY=managed) gives a `range` line, with the work's kernels inside it
     on the trace clock;
-  - tracing changes nothing that is counted: gms_counts_static's statistics are the same with it.
+  - tracing changes nothing that is counted: gms_counts_static's statistics are the same with it;
+  - call sites (needs a shim built with libunwind, GMS_HAVE_LIBUNWIND 1 in the build's
+    generated/gms/build_config.h; skipped otherwise, with the reason): a program built here
+    allocates 6 MiB twice through cudaMalloc (shared runtime) in gms_site_runtime and 10 MiB through
+    cuMemAlloc in gms_site_driver; the trace's `alloc` lines carry one site id per function, its
+    `site` line names the function in the program's module, and `gpumemshim report` puts the bytes
+    on sites named gms_site_runtime and gms_site_driver (libcudart's frames skipped).
 Every run: a valid header with cupti "ok", an `end` line. GPU safety: every run caps the shim's
 managed memory (GPUMEMSHIM_MANAGED_LIMIT=16G) and sets a device budget (GPUMEMSHIM_DEVICE_LIMIT=8G);
 the programs use at most 4 GiB.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,6 +96,7 @@ def traced(argv, shim, workdir, env=None):
     assert h["cupti"] == "ok", f"CUPTI is off on the GPU machine: {h['cupti']} (header: {h})"
     assert h["devices"] and "NVIDIA" in h["devices"][0]["name"], h["devices"]
     assert lines[-1]["type"] == "end", f"no end line: the last is {lines[-1]}"
+    run.trace_path = path
     return run, lines
 
 
@@ -212,3 +220,146 @@ def test_tracing_changes_no_statistic(shim, workdir):
     assert not differ, f"statistics differ with tracing on (CUPTI's driver calls counted?): {differ}"
     for direction, tally in run.stats["copies_by_direction"].items():
         assert len(of(lines, "copy", dir=direction)) == tally["calls"], direction
+
+
+# ---------------------------------------------------------------------------------------------
+# Call sites (libunwind)
+
+SITES_CU = r"""
+// Device memory from two known functions: test_trace.py, test_call_sites_name_the_allocating_function.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+
+// Exported (linked with --export-dynamic) and never inlined, so that dladdr names them.
+extern "C" __attribute__((noinline)) void* gms_site_runtime(size_t n) {
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, n);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "cudaMalloc(%zu): %s\n", n, cudaGetErrorString(e));
+    std::exit(2);
+  }
+  return p;
+}
+
+extern "C" __attribute__((noinline)) CUdeviceptr gms_site_driver(size_t n) {
+  CUdeviceptr p = 0;
+  CUresult r = cuMemAlloc(&p, n);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuMemAlloc(%zu): CUresult %d\n", n, static_cast<int>(r));
+    std::exit(2);
+  }
+  return p;
+}
+
+int main(int argc, char** argv) {
+  // The count comes from the command line: a loop the compiler cannot unroll, so one call site.
+  int times = argc > 1 ? std::atoi(argv[1]) : 2;
+  if (times < 1 || times > 16) return 1;
+  void* a[16] = {};
+  for (int i = 0; i < times; ++i) a[i] = gms_site_runtime(6u << 20);
+  CUdeviceptr d = gms_site_driver(10u << 20);  // cudaMalloc made the primary context current
+  if (cuMemFree(d) != CUDA_SUCCESS) return 3;
+  for (int i = 0; i < times; ++i)
+    if (cudaFree(a[i]) != cudaSuccess) return 3;
+  std::printf("gms_sites: %d x 6 MiB (runtime), 1 x 10 MiB (driver)\n", times);
+  return 0;
+}
+"""
+
+
+def shim_build_dir(shim):
+    """The build directory the shim comes from (<build>/shim/libgpumemshim.so), else GMS_BUILD_DIR's."""
+    here = os.path.dirname(shim)
+    return os.path.dirname(here) if os.path.basename(here) == "shim" else gpu_env.build_dir()
+
+
+def libunwind_reason_to_skip(shim):
+    """None when the shim was built with libunwind (GMS_HAVE_LIBUNWIND 1 in the build's
+    generated/gms/build_config.h, which CMake writes from what pkg-config found), else why not."""
+    path = os.path.join(shim_build_dir(shim), "generated", "gms", "build_config.h")
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = re.search(r"^#define GMS_HAVE_LIBUNWIND (\d+)", f.read(), re.MULTILINE)
+    except OSError as e:
+        return f"cannot tell whether the shim was built with libunwind: {path} unreadable ({e.strerror})"
+    if not m:
+        return f"cannot tell whether the shim was built with libunwind: no GMS_HAVE_LIBUNWIND in {path}"
+    if m.group(1) != "1":
+        return (f"the shim was built without libunwind (GMS_HAVE_LIBUNWIND {m.group(1)} in {path}): traces "
+                "record no call sites. On the GPU machine, carry .deps/libunwind/*.deb: tests/gpu/device_check.sh "
+                "unpacks them")
+    return None
+
+
+@pytest.fixture(scope="session")
+def sites_program(shim, tmp_path_factory):
+    """gms_sites (SITES_CU), built with nvcc: shared CUDA runtime, libcuda, exported symbols."""
+    reason = libunwind_reason_to_skip(shim)
+    if reason:
+        pytest.skip(reason)
+    nvcc = nvcc_path()
+    if not nvcc:
+        pytest.skip("nvcc not found: cannot build the call-site test program")
+    out = tmp_path_factory.mktemp("gms-sites-bin")
+    source, exe = out / "gms_sites.cu", str(out / "gms_sites")
+    source.write_text(SITES_CU)
+    # libcudart.so is found at run time through the toolkit's library folder (a runpath).
+    toolkit = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    rpath = []
+    for lib in (os.path.join(toolkit, "lib64"), os.path.join(toolkit, "targets", "x86_64-linux", "lib")):
+        if os.path.isdir(lib):
+            rpath += ["-Xlinker", "-rpath", "-Xlinker", lib]
+    argv = [nvcc, "-O2", "-g", "-cudart", "shared", "-o", exe, str(source), "-lcuda",
+            "-Xlinker", "--export-dynamic", *rpath]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        pytest.fail(f"nvcc could not build the call-site test program ({' '.join(argv)}):\n{r.stderr[-3000:]}")
+    return exe
+
+
+def test_call_sites_name_the_allocating_function(sites_program, shim, workdir):
+    exe = sites_program
+    run, lines = traced([exe, "2"], shim, workdir, {"GPUMEMSHIM_TRACE_SITES": "1M"})
+    assert run.stdout.decode().startswith("gms_sites: 2 x 6 MiB"), run.stdout
+    # Built with libunwind, the shim dlopens libunwind.so.8 when tracing starts: 0 here means that failed.
+    assert lines[0]["sites_min_bytes"] == MiB, (
+        f"the shim was built with libunwind but the trace has no call sites (sites_min_bytes "
+        f"{lines[0]['sites_min_bytes']}): libunwind.so.8 did not load in the program? "
+        f"LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH')!r} (device_check.sh sets it for carried debs)")
+
+    allocs = of(lines, "alloc")
+    runtime = [a for a in allocs if a["bytes"] == 6 * MiB]
+    driver = [a for a in allocs if a["bytes"] == 10 * MiB]
+    assert len(runtime) == 2 and len(driver) == 1, f"alloc lines: {allocs}"
+    assert all(a["kind"] == "device" for a in runtime + driver), runtime + driver
+    runtime_ids = {a.get("site") for a in runtime}
+    driver_id = driver[0].get("site")
+    assert len(runtime_ids) == 1 and None not in runtime_ids, f"one call site, one id: {runtime}"
+    (runtime_id,) = runtime_ids
+    assert driver_id and driver_id != runtime_id, f"two call sites, two ids: {runtime_id}, {driver}"
+
+    site_lines = {l["id"]: l["frames"] for l in of(lines, "site")}
+    for sid, fn in ((runtime_id, "gms_site_runtime"), (driver_id, "gms_site_driver")):
+        assert sid in site_lines, f"no site line for id {sid} ({fn}); site lines: {site_lines}"
+        frames = site_lines[sid]
+        assert not any("libgpumemshim" in (f["module"] or "") for f in frames), f"the shim's frames are skipped: {frames}"
+        ours = [f for f in frames if os.path.basename(f["module"] or "") == "gms_sites"]
+        assert fn in [f["symbol"] for f in ours], f"{fn} is not among the program's frames of site {sid}: {frames}"
+
+    # The report names each site by its first frame outside the shim and CUDA's libraries.
+    tool = require_file(os.path.join(shim_build_dir(shim), "tools", "gpumemshim"), "the gpumemshim command")
+    r = subprocess.run([tool, "report", "--json", run.trace_path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"gpumemshim report --json exited with {r.returncode}:\n{r.stderr[-3000:]}"
+    report = json.loads(r.stdout)
+    assert report["sites_by"] == "site", report["sites_by"]
+    rows = {s["key"]: s for s in report["sites"]}
+    for fn, count, nbytes in (("gms_site_runtime", 2, 12 * MiB), ("gms_site_driver", 1, 10 * MiB)):
+        assert fn in rows, f"no site named {fn} in the report: {sorted(rows)}"
+        row = rows[fn]
+        assert (row["allocations"], row["alloc_bytes"]) == (count, nbytes), row
+        assert fn in [f["symbol"] for f in row["frames"]], row["frames"]
+    text = subprocess.run([tool, "report", run.trace_path], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr[-3000:]
+    assert "Per allocation site" in text.stdout and "gms_site_runtime" in text.stdout, text.stdout[-3000:]
