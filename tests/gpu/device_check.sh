@@ -14,7 +14,8 @@
 # Everything is logged under $OUT (default ./out): env.txt, configure.log, build.log, pytest.log,
 # pytest.xml, pytest-tmp/ (the shim's statistics files of every run), bench.log, bench.md,
 # summary.txt. The whole run stays within about 8 minutes: each step gets what is left of that.
-# Environment: OUT, GMS_GPU_BUILD (build directory, default <repo>/build-gpu), GMS_FW_ITERS.
+# Environment: OUT, GMS_GPU_BUILD (build directory, default <repo>/build-gpu), GMS_FW_ITERS,
+# GMS_CHECK_SECONDS (the whole run, default 470), GMS_PYTEST_SECONDS (the tests, default 240).
 # The carried packages (fetched on a Debian machine with internet, in the repo's root):
 #   mkdir -p .deps/libunwind && cd .deps/libunwind &&
 #   apt-get download libunwind8 libunwind-dev pkgconf-bin libpkgconf3
@@ -29,7 +30,7 @@ OUT=$(cd "$OUT" && pwd)
 export OUT
 build=${GMS_GPU_BUILD:-$root/build-gpu}
 start=$(date +%s)
-deadline=$((start + 470))
+deadline=$((start + ${GMS_CHECK_SECONDS:-470}))
 status=0
 summary=()
 
@@ -275,7 +276,7 @@ if ! python3 -c 'import pytest' > /dev/null 2>&1; then
   status=1
 else
   echo "running the GPU tests (log: $OUT/pytest.log)"
-  (cd "$root" && timeout "$(budget 240 100)" python3 -m pytest -v -rs -p no:cacheprovider tests/gpu \
+  (cd "$root" && timeout "$(budget ${GMS_PYTEST_SECONDS:-240} 100)" python3 -m pytest -v -rs -p no:cacheprovider tests/gpu \
       --basetemp="$OUT/pytest-tmp" --junitxml="$OUT/pytest.xml") > "$OUT/pytest.log" 2>&1
   rc=$?
   line=$(grep -E "^=+ .*(passed|failed|skipped|error).* =+$" "$OUT/pytest.log" | tail -1)
