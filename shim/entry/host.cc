@@ -84,8 +84,10 @@ GMS_EXPORT void* calloc(size_t n, size_t size) {
   return p;
 }
 
-// A pool block grows or shrinks as glibc's would: in place while it still fits (and is not mostly
-// wasted), else into a new block with the contents copied; realloc(p, 0) frees.
+// A pool block shrinks as glibc's would: in place while it is not mostly wasted, else into a
+// smaller block; realloc(p, 0) frees. A block that grows leaves the pool for glibc's, whose large
+// blocks grow with mremap and no copy: a buffer grown step by step (a file read into a bytearray)
+// is copied once, not at every step. Pool blocks are for buffers made at their size.
 void* realloc_pooled(void* p, size_t n) {
   size_t have = act::pool::usable(p);
   if (n == 0) {
@@ -94,7 +96,13 @@ void* realloc_pooled(void* p, size_t n) {
   }
   if (have == 0) return nullptr;  // not a live block: nothing to grow (the pool logs frees of these)
   if (n <= have && n > have / 2) return p;
-  void* q = malloc(n);
+  void* q = nullptr;
+  if (n > have) {
+    q = libc::malloc(n);
+    track(q, n, Origin::realloc);
+  } else {
+    q = malloc(n);
+  }
   if (!q) return nullptr;  // the old block lives on, as glibc leaves it
   std::memcpy(q, p, n < have ? n : have);
   act::pool::give(p);

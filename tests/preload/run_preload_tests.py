@@ -291,6 +291,9 @@ class PreloadCase(unittest.TestCase):
         # The trace writer restarts its thread in a fork child, by design; ThreadSanitizer refuses
         # new threads after a multi-threaded fork unless told it may.
         env["TSAN_OPTIONS"] = "die_after_fork=0:halt_on_error=1:" + env.get("TSAN_OPTIONS", "")
+        # The exact host-block statistics below are glibc's blocks; the pool (on by default) has
+        # its own group (PreloadPool), which also runs these programs with it on.
+        env["GPUMEMSHIM_HOST_POOL"] = "off"
         return env
 
     def preload_list(self):
@@ -649,9 +652,23 @@ class PreloadPool(PreloadCase):
         self.assertGreaterEqual(d["pool_reused"], 8)
         self.assertGreaterEqual(d["pool_released"], 3, "the bound gave blocks back (step 7)")
 
-    def test_off_by_default(self):
-        run = self.run_program("pool", env={"GPUMEMSHIM_REGISTER": "always"})
+    def test_on_by_default(self):
+        run = self.run_program("pool", env={"GPUMEMSHIM_HOST_POOL": None, "GPUMEMSHIM_REGISTER": "always"})
+        d = self.pool_decisions(run)
+        if not Config.shadowed_malloc():
+            self.assertGreater(d["pool_reused"], 0, d)
+
+    def test_off(self):
+        run = self.run_program("pool", env={"GPUMEMSHIM_HOST_POOL": "off", "GPUMEMSHIM_REGISTER": "always"})
         self.assertEqual(self.pool_decisions(run), {"pool_new": 0, "pool_reused": 0, "pool_released": 0})
+
+    def test_other_programs_with_the_pool_on(self):
+        # Each checks its own data and exits non-zero otherwise; their exact statistics are glibc's
+        # blocks and are checked in their own groups with the pool off.
+        for name, args in (("host", ()), ("threads", ()), ("fork", ()), ("copies", ()), ("copies", ("--lru",)),
+                           ("rtld_next", ()), ("trace", ())):
+            with self.subTest(program=name, args=args):
+                self.run_program(name, *args, env={"GPUMEMSHIM_HOST_POOL": "256M"})
 
     def test_percent_of_ram(self):
         run = self.run_program("pool", env={"GPUMEMSHIM_HOST_POOL": "1%"})
