@@ -72,11 +72,17 @@ TEST(CopyPath, APoolBlockIsRegisteredOnItsFirstCopy) {
   fresh.recycled = true;
   EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, fresh), CopyPath::register_block);
   // Below the staging minimum the driver's copy is cheap, and still loses to a registration kept.
-  CopyRequest small = block_copy(2 * MiB, 2 * MiB);
+  CopyRequest small = block_copy(2 * MiB, 2 * MiB, 0, false);
   small.recycled = true;
   EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, small), CopyPath::register_block);
   small.fits_cache = false;
   EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, small), CopyPath::driver) << "the cache limit still holds";
+  // Uploads from a pool block are staged near the link's speed: registered only when reused.
+  CopyRequest upload = block_copy(GiB, GiB);
+  upload.recycled = true;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, upload), CopyPath::staged);
+  upload.earlier_copies = 8;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, upload), CopyPath::register_block);
 }
 
 TEST(CopyPath, ModesAndLimits) {

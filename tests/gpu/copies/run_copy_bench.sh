@@ -11,11 +11,16 @@ P=tests/gpu/copies
 LOG="$OUT/copies.log"
 : >"$LOG"
 nvcc -O2 -arch=sm_90 $P/copy_bench.cu -o "$B/copy_bench" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
+# GMS_COPY_SECTIONS: which parts to run (default all): integrity oneshot s2 frameworks
+want() { [[ " ${GMS_COPY_SECTIONS:-integrity oneshot s2 frameworks} " == *" $1 "* ]]; }
 shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_STATS="$OUT/copies-stats-%p.json" "$@"; }
+if want integrity; then
 echo "== integrity under the shim"
 shim "$B/copy_bench" check 2>&1 | tee -a "$LOG" | tail -2
 # Lines: driver = no shim; shim = the shim's defaults (host pool on); nopool / "shim rN" = the
 # shim with GPUMEMSHIM_HOST_POOL=off (one-shot buffers really are new); staged = registration off.
+fi
+if want oneshot; then
 echo "== one-shot copies"
 # pageable: three alternating rounds of the driver and the shim (small copies are noisy: compare
 # medians of runs made side by side)
@@ -28,14 +33,21 @@ shim env GPUMEMSHIM_HOST_POOL=off "$B/copy_bench" reuse 2>>"$LOG" | sed "s/^/shi
 # The defaults (the host pool on): a new buffer per copy is a recycled block
 shim "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/pool   /" | tee -a "$LOG"
 shim env GPUMEMSHIM_REGISTER=off GPUMEMSHIM_HOST_POOL=off "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/staged /" | tee -a "$LOG"
-echo "== S2: PyTorch 40 MB tensors x100"
-python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
-shim env GPUMEMSHIM_HOST_POOL=off python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/nopool /" | tee -a "$LOG"
-shim python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
-python3 $P/s2_torch.py pinned 2>>"$LOG" | sed "s/^/pinned /" | tee -a "$LOG"
+fi
+if want s2; then
+echo "== S2: PyTorch 40 MB tensors x100, three alternating rounds"
+for round in 1 2 3; do
+  python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver r$round /" | tee -a "$LOG"
+  shim env GPUMEMSHIM_HOST_POOL=off python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/nopool r$round /" | tee -a "$LOG"
+  shim python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/shim   r$round /" | tee -a "$LOG"
+  python3 $P/s2_torch.py pinned 2>>"$LOG" | sed "s/^/pinned r$round /" | tee -a "$LOG"
+done
+fi
+if want frameworks; then
 echo "== numpy through CuPy and numba, 1 GiB"
 for fw in cupy numba; do
   python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/driver /" | tee -a "$LOG"
   shim env GPUMEMSHIM_HOST_POOL=off python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/nopool /" | tee -a "$LOG"
   shim python3 $P/fw_copies.py $fw 2>>"$LOG" | sed "s/^/shim   /" | tee -a "$LOG"
 done
+fi
