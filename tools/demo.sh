@@ -29,3 +29,12 @@ echo
 echo "== training a small GPT-style model under gpumemshim (placement policy off: memory stays where"
 echo "   the program puts it; copies from pageable memory take the shim's fast paths; counts at exit)"
 "$gms" run --stats -- python3 tools/demo/train.py "$@"
+
+echo
+echo "== the same training traced (GPUMEMSHIM_TRACE through gpumemshim run --trace), then the report"
+mkdir -p out
+"$gms" run --trace out/demo-trace.jsonl -- python3 tools/demo/train.py --steps 20 "$@"
+"$gms" report --html out/demo-report.html out/demo-trace.jsonl > out/demo-report.txt
+head -80 out/demo-report.txt
+echo "..."
+echo "the whole report: out/demo-report.txt; plots: out/demo-report.html (one self-contained file, no network needed)"
