@@ -6,7 +6,9 @@ namespace gms::policy {
 
 HostPool::HostPool(const Config& c) : cfg_(c) {
   if (cfg_.page == 0) cfg_.page = 4096;
-  cfg_.span = cfg_.span / cfg_.page * cfg_.page;
+  if (cfg_.granule < cfg_.page) cfg_.granule = cfg_.page;
+  cfg_.granule = (cfg_.granule + cfg_.page - 1) / cfg_.page * cfg_.page;
+  cfg_.span = cfg_.span / cfg_.granule * cfg_.granule;
   if (cfg_.span) space_[cfg_.base] = cfg_.base + cfg_.span;
 }
 

@@ -49,7 +49,10 @@ bool unback(uintptr_t lo, uintptr_t hi) {
 bool back(uintptr_t lo, uintptr_t hi) {
   void* p = libc::mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  return p != MAP_FAILED;
+  if (p == MAP_FAILED) return false;
+  // Huge pages where the system allows them (THP "madvise" or "always"); refused is fine.
+  libc::madvise(p, hi - lo, MADV_HUGEPAGE);
+  return true;
 }
 
 // No lock is taken around fork (a thread may hold the pool's lock while the driver unregisters a
@@ -96,6 +99,7 @@ void init() {
   c.span = span;
   c.bound = bound;
   c.page = page();
+  c.granule = kAlign;
   g_pool = new (g_pool_storage) Pool(c);
   pthread_atfork(nullptr, nullptr, fork_child);
   g_lo.store(lo, std::memory_order_relaxed);

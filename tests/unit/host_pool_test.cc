@@ -43,6 +43,23 @@ TEST(HostPool, NewBlocksArePageMultiplesAndFresh) {
   EXPECT_EQ(p.live_bytes(), g.size);
 }
 
+TEST(HostPool, AGranuleKeepsEveryBlockAligned) {
+  HostPool::Config c;
+  c.base = kBase;
+  c.span = 256 * MiB;
+  c.bound = 128 * MiB;
+  c.granule = 2 * MiB;
+  HostPool p(c);
+  for (uint64_t n : {uint64_t{1 * MiB}, uint64_t{40'000'000}, uint64_t{3 * MiB + 1}, uint64_t{2 * MiB}}) {
+    auto g = p.acquire(n);
+    ASSERT_NE(g.addr, 0u) << n;
+    EXPECT_EQ(g.addr % (2 * MiB), 0u) << n;
+    EXPECT_EQ(g.size % (2 * MiB), 0u) << n;
+    EXPECT_GE(g.size, n);
+    EXPECT_LT(g.size, n + 2 * MiB);
+  }
+}
+
 TEST(HostPool, AFreedBlockServesTheSameSizeAgainWithItsTag) {
   HostPool p = make(256 * MiB);
   auto a = p.acquire(40 * MiB);
