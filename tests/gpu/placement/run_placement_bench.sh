@@ -38,6 +38,8 @@ row "S3 (a) off, limit 8G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=
 row "S3 (b) spill, prefetch off" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_PREFETCH=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (c) spill, prefetch on" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (d) hand-chunked pipeline (no shim)" "$(run python3 $P/s3_numba.py chunked)"
+# The program written for managed memory, no hints: pages migrate on faults (12 GB managed, no shim).
+row "S3 (e) fault-driven managed memory (no shim)" "$(run python3 $P/s3_numba.py managed)"
 row "S3 all on the card (no shim, no limit)" "$(run python3 $P/s3_numba.py plain)"
 
 echo "== S1: CuPy, 4 x 2 GiB .npy files (mmap r+), device limit 4G" | tee -a "$OUT/placement_table.txt"
