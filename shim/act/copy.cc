@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "act/host_pool.h"
+#include "act/placement.h"
+#include "act/residency.h"
 #include "act/staging.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -225,6 +227,40 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
       break;
   }
   return ordinary(ctx);
+}
+
+bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes, CUstream stream, bool async,
+                      bool per_thread, CUresult* result) {
+  // Small copies gain nothing from the crew; only placement makes such memory.
+  if (bytes < (1u << 20) || passthrough() || !placement_active()) return false;
+  ShimScope scope;
+  auto r = cuda_regions().find(static_cast<uintptr_t>(dev));
+  if (!r || static_cast<uintptr_t>(dev) + bytes > r->end()) return false;
+  uintptr_t at = 0;
+  if (r->placement == Placement::pinned && r->host_alias) {
+    at = r->host_alias + (static_cast<uintptr_t>(dev) - r->base);
+  } else if (r->placement == Placement::managed && residency_resident_bytes(r->base) == 0) {
+    at = static_cast<uintptr_t>(dev);  // managed memory has one address on the host and the device
+  } else {
+    return false;
+  }
+  if (entry::stream_capturing(stream, per_thread)) return false;  // the graph gets the driver's copy
+  // Ordered after the earlier work, as the copy would be: a synchronous copy, or one on the legacy
+  // default stream, waits for every blocking stream, so the whole context is waited for.
+  bool legacy = !per_thread && (!async || stream == nullptr);
+  CUresult e = legacy ? call_real(GMS_REAL(cuCtxSynchronize)) : call_real(GMS_REAL(cuStreamSynchronize), effective(stream, per_thread));
+  if (e != CUDA_SUCCESS) {
+    *result = e;
+    return true;
+  }
+  void* placed = reinterpret_cast<void*>(at);
+  bool done = dir == HostCopyDir::htod ? crew_memcpy(placed, host, bytes) : crew_memcpy(host, placed, bytes);
+  if (!done) return false;
+  if (r->placement == Placement::managed) residency_on_host(r->base);
+  runtime_stats().decision(Decision::copy_on_host, bytes);
+  trace::copy_path(trace::CopyPath::host);
+  *result = CUDA_SUCCESS;
+  return true;
 }
 
 void host_range_going(uintptr_t lo, uintptr_t hi) {

@@ -170,6 +170,15 @@ CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream st
   return r;
 }
 
+bool crew_memcpy(void* dst, const void* src, size_t bytes) {
+  ShimScope scope;
+  Engine& e = engine();
+  std::lock_guard lock(e.mu);
+  if (!ready(e)) return false;
+  e.crew->copy(dst, src, bytes);
+  return true;
+}
+
 CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   ShimScope scope;
   uint64_t t0 = trace::monotonic_ns();

@@ -14,5 +14,8 @@ namespace gms::act {
 CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait);
 // Device to host: returns once the data is in `dst` (the driver's contract for pageable memory).
 CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+// A memcpy between two host buffers by the copy crew (several threads). False when the crew
+// cannot be had (then nothing was copied).
+bool crew_memcpy(void* dst, const void* src, size_t bytes);
 
 }  // namespace gms::act

@@ -61,7 +61,9 @@ CUresult host_device_copy(act::HostCopyDir dir, const void* host_ptr, CUdevicept
                           std::optional<observe::PtrKind> host_kind = std::nullopt) {
   observe::PtrKind hk = host_kind ? *host_kind : observe::classify(host(host_ptr), nullptr);
   CUresult r;
-  if (hk == observe::PtrKind::pageable) {
+  if (act::copy_host_placed(dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread, &r)) {
+    // done by host threads: the device end is memory the shim placed on the host
+  } else if (hk == observe::PtrKind::pageable) {
     act::HostCopy c{dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread};
     r = act::copy_pageable(c, act::invoke<F>, &real);
   } else {
@@ -88,6 +90,16 @@ CUresult unified_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, bool 
   if (dk == observe::PtrKind::pageable && sk == observe::PtrKind::device) {
     return host_device_copy(act::HostCopyDir::dtoh, reinterpret_cast<const void*>(d), s, n, st, async, per_thread,
                             real, dk);
+  }
+  // Between ordinary host memory and memory the shim placed on the host (spilled).
+  CUresult placed;
+  if ((sk == observe::PtrKind::pageable &&
+       act::copy_host_placed(act::HostCopyDir::htod, reinterpret_cast<void*>(s), d, n, st, async, per_thread, &placed)) ||
+      (dk == observe::PtrKind::pageable &&
+       act::copy_host_placed(act::HostCopyDir::dtoh, reinterpret_cast<void*>(d), s, n, st, async, per_thread, &placed))) {
+    observe::copy_call(ok(placed), n);
+    if (ok(placed)) observe::copy_classified(dk, sk, n, false);
+    return placed;
   }
   CUresult r = real();
   observe::copy_call(ok(r), n);

@@ -38,6 +38,8 @@ const char* copy_path_name(uint8_t p) {
       return "registered";
     case CopyPath::staged:
       return "staged";
+    case CopyPath::host:
+      return "host";
   }
   return "driver";
 }

@@ -48,7 +48,7 @@ void host_unregistered(uintptr_t ptr, uint64_t bytes, uint64_t dur_ns, const cha
 void cache_totals(uint64_t hits, uint64_t misses, uint64_t evictions, uint64_t invalidations, uint64_t bytes);
 
 // Copy paths of the `copy` event (FORMAT.md): what act/ made of a copy.
-enum class CopyPath : uint8_t { driver, registered, staged };
+enum class CopyPath : uint8_t { driver, registered, staged, host };
 
 // The copy hooks open one of these before the real call: it notes the hook's name and the start
 // time on this thread, for the copy events that the call records. Costs one relaxed load when off.

@@ -628,6 +628,17 @@ class PreloadCopies(PreloadCase):
     def test_without_the_shim(self):
         self.run_program("copies", shim=False)
 
+    def test_copies_with_memory_placed_on_the_host(self):
+        for spill in ("managed", "pinned"):
+            with self.subTest(spill=spill):
+                run = self.run_program("copies", "--spilled", env={
+                    "GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": spill, "GPUMEMSHIM_DEVICE_LIMIT": "1M",
+                    "GPUMEMSHIM_MANAGED_LIMIT": "1G"})
+                d = self.decisions(run)
+                self.assertEqual(d["spilled_" + spill]["calls"], 2, "the scratch buffer and the 8 MiB one")
+                self.assertEqual(d["copy_on_host"]["calls"], 8, "every copy to or from the spilled buffer")
+                self.assertEqual(d["copy_on_host"]["bytes"], 6 * 8 * MiB + 2 * (8 * MiB - 8192))
+
 
 class PreloadPool(PreloadCase):
     """(m) Recycled host blocks: progs/pool.cc checks the data, glibc's behaviour and the stand-in's
