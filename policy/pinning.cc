@@ -41,12 +41,15 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
                  seconds(r.block_bytes, touched ? c.register_touched_gbps : c.register_untouched_gbps);
     // A block copied again and again is likely to be copied again: its registration is spread
     // over the copies seen so far, this one included. A pool block's registration outlives its
-    // owner: for copies into it (.cpu(), asnumpy() into a new buffer each time, where the driver
-    // and staging both pay the first touch of every page) it is spread over the next few owners'
-    // copies as well. Copies out of it are staged at close to the link's speed meanwhile, so
-    // there the ordinary rule holds (a one-shot 1 GiB upload is not worth a 59 ms registration).
+    // owner: once a block has come back and been copied into again (.cpu(), asnumpy() into a new
+    // buffer each time, where the driver and staging both pay the first touch of every page), it
+    // is spread over the next few owners' copies as well. A fresh block may never come back, and
+    // registering its untouched pages costs ten times a staged copy: the ordinary rule holds
+    // there, and for copies out of a block, which staging serves at close to the link's speed.
     double copies = 1.0 + r.earlier_copies;
-    if (r.recycled && !r.host_is_source && copies < c.recycled_copies) copies = c.recycled_copies;
+    if (r.recycled && !r.host_is_source && r.earlier_copies > 0 && copies < c.recycled_copies) {
+      copies = c.recycled_copies;
+    }
     double registered = reg / copies + seconds(r.bytes, c.pinned_gbps);
     if (registered < best) path = CopyPath::register_block;
   }

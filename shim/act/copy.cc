@@ -245,10 +245,17 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
     return false;
   }
   if (entry::stream_capturing(stream, per_thread)) return false;  // the graph gets the driver's copy
-  // Ordered after the earlier work, as the copy would be: a synchronous copy, or one on the legacy
-  // default stream, waits for every blocking stream, so the whole context is waited for.
-  bool legacy = !per_thread && (!async || stream == nullptr);
-  CUresult e = legacy ? call_real(GMS_REAL(cuCtxSynchronize)) : call_real(GMS_REAL(cuStreamSynchronize), effective(stream, per_thread));
+  // Ordered after exactly the work the copy would have waited for: an event recorded on the copy's
+  // own stream (synchronous copies: the default stream of the call's kind) completes when that work
+  // does, the implicit waits between the legacy default stream and blocking streams included.
+  CUstream on = effective(async ? stream : nullptr, per_thread);
+  CUevent ev = nullptr;
+  CUresult e = call_real(GMS_REAL(cuEventCreate), &ev, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING));
+  if (e == CUDA_SUCCESS) {
+    e = call_real(GMS_REAL(cuEventRecord), ev, on);
+    if (e == CUDA_SUCCESS) e = call_real(GMS_REAL(cuEventSynchronize), ev);
+    call_real(GMS_REAL(cuEventDestroy_v2), ev);
+  }
   if (e != CUDA_SUCCESS) {
     *result = e;
     return true;

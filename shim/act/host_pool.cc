@@ -46,6 +46,8 @@ bool unback(uintptr_t lo, uintptr_t hi) {
   return p != MAP_FAILED;
 }
 
+void make_writable(uintptr_t lo, size_t n) { mprotect(reinterpret_cast<void*>(lo), n, PROT_READ | PROT_WRITE); }
+
 bool back(uintptr_t lo, uintptr_t hi) {
   void* p = libc::mmap(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -136,8 +138,12 @@ void* take(size_t n, size_t align, Origin origin, bool zero) {
       g_pool->books.set_tag(g.addr, g.tag);
     }
   }
-  // calloc: fresh pages are zeroes already; a recycled block holds its last owner's data.
-  if (zero && !g.fresh) std::memset(reinterpret_cast<void*>(g.addr), 0, g.size);
+  if (!g.fresh) {
+    // The last owner may have changed its protection (a JIT's buffer): a malloc block is writable.
+    make_writable(g.addr, g.size);
+    // calloc: fresh pages are zeroes already; a recycled block holds its last owner's data.
+    if (zero) std::memset(reinterpret_cast<void*>(g.addr), 0, g.size);
+  }
   st.decision(g.fresh ? Decision::pool_new : Decision::pool_reused, g.size);
   observe::host_block_alloc(g.addr, g.size, origin, PROT_READ | PROT_WRITE, g.tag);
   return reinterpret_cast<void*>(g.addr);
@@ -163,8 +169,13 @@ void give(void* p) {
 }
 
 size_t usable(const void* p) {
-  if (g_child_off) return 0;
   ShimScope scope;
+  if (g_child_off) {
+    // The books cannot be trusted here; the registry (its lock made anew at fork) still knows
+    // the blocks this process holds.
+    auto r = host_blocks().find(reinterpret_cast<uintptr_t>(p));
+    return r && r->base == reinterpret_cast<uintptr_t>(p) ? r->size : 0;
+  }
   std::lock_guard lock(g_pool->mu);
   return g_pool->books.live_size(reinterpret_cast<uintptr_t>(p));
 }

@@ -16,8 +16,8 @@ extern std::atomic<uintptr_t> g_lo, g_span;
 
 // Two loads and a compare: on every free.
 inline bool owns(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) - g_lo.load(std::memory_order_relaxed) <
-         g_span.load(std::memory_order_relaxed);
+  uintptr_t span = g_span.load(std::memory_order_acquire);  // published after g_lo
+  return reinterpret_cast<uintptr_t>(p) - g_lo.load(std::memory_order_relaxed) < span;
 }
 inline bool on() { return g_span.load(std::memory_order_relaxed) != 0; }
 

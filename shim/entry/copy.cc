@@ -61,7 +61,8 @@ CUresult host_device_copy(act::HostCopyDir dir, const void* host_ptr, CUdevicept
                           std::optional<observe::PtrKind> host_kind = std::nullopt) {
   observe::PtrKind hk = host_kind ? *host_kind : observe::classify(host(host_ptr), nullptr);
   CUresult r;
-  if (act::copy_host_placed(dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread, &r)) {
+  bool host_memory = hk == observe::PtrKind::pageable || hk == observe::PtrKind::pinned;
+  if (host_memory && act::copy_host_placed(dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread, &r)) {
     // done by host threads: the device end is memory the shim placed on the host
   } else if (hk == observe::PtrKind::pageable) {
     act::HostCopy c{dir, const_cast<void*>(host_ptr), dev_ptr, n, st, async, per_thread};

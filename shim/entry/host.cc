@@ -129,7 +129,7 @@ GMS_EXPORT void* reallocarray(void* p, size_t n, size_t size) {
 
 GMS_EXPORT int posix_memalign(void** out, size_t align, size_t n) {
   // Only valid alignments (powers of two, multiples of a pointer) may be served: glibc checks them.
-  if (large(n) && align % sizeof(void*) == 0 && (align & (align - 1)) == 0) {
+  if (large(n) && align != 0 && align % sizeof(void*) == 0 && (align & (align - 1)) == 0) {
     if (void* p = pooled(n, align, Origin::memalign, false)) return *out = p, 0;
   }
   int r = libc::posix_memalign(out, align, n);

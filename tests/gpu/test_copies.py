@@ -34,18 +34,33 @@ MODES = {
 }
 
 
-@pytest.fixture(scope="module")
-def copy_bench(tmp_path_factory):
+def build(tmp_path_factory, name):
     nvcc = nvcc_path()
     if not nvcc:
-        pytest.skip("nvcc not found: cannot build copy_bench.cu")
-    exe = str(tmp_path_factory.mktemp("gms-copies") / "copy_bench")
-    source = os.path.join(HERE, "copies", "copy_bench.cu")
+        pytest.skip(f"nvcc not found: cannot build {name}.cu")
+    exe = str(tmp_path_factory.mktemp("gms-copies") / name)
+    source = os.path.join(HERE, "copies", f"{name}.cu")
     for arch in ("-arch=native", "-arch=sm_90"):
         r = subprocess.run([nvcc, "-O2", arch, "-o", exe, source], capture_output=True, text=True, timeout=300)
         if r.returncode == 0:
             return exe
     pytest.fail(f"nvcc could not build {source}:\n{r.stderr[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def copy_bench(tmp_path_factory):
+    return build(tmp_path_factory, "copy_bench")
+
+
+@pytest.mark.parametrize("spill", ["managed", "pinned"])
+def test_copies_out_of_spilled_memory_wait_for_earlier_work(spill, tmp_path_factory, shim, workdir):
+    exe = build(tmp_path_factory, "spilled_order")
+    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": spill, "GPUMEMSHIM_DEVICE_LIMIT": "256M",
+           "GPUMEMSHIM_MANAGED_LIMIT": "4G"}
+    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
+    assert run.stdout.decode().strip() == "ok", run.stdout
+    d = run.stats["decisions"]
+    assert d["spilled_" + spill]["calls"] >= 1 and d["copy_on_host"]["calls"] >= 12, d
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))

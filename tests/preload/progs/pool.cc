@@ -8,6 +8,7 @@
 // Arguments: --shim (preloaded), --pool (GPUMEMSHIM_HOST_POOL=128M and GPUMEMSHIM_REGISTER=always,
 // so that registrations can be counted exactly), --sanitizer-malloc (a sanitizer owns malloc: no pool).
 #include <malloc.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +147,21 @@ int main(int argc, char** argv) {
       round_trip(p, B, 7);
       std::free(p);
     }
+  }
+
+  {
+    // 4b. A block the program made read-only before freeing it (a JIT's buffer) comes back as an
+    //     ordinary malloc block: writable, and calloc clears it.
+    void* ro = nullptr;
+    CHECK(posix_memalign(&ro, 4096, 4 * MiB) == 0);
+    fill(ro, 4 * MiB, 3);
+    CHECK(mprotect(ro, 4 * MiB, PROT_READ) == 0);
+    std::free(ro);
+    auto* z = static_cast<unsigned char*>(std::calloc(1, 4 * MiB));
+    CHECK(z);
+    for (size_t i = 0; i < 4 * MiB; i += 4096) CHECK(z[i] == 0);
+    std::memset(z, 7, 4 * MiB);
+    std::free(z);
   }
 
   {
