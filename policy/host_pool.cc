@@ -87,12 +87,6 @@ void HostPool::discard(uint64_t addr) {
   blocks_.erase(it);
 }
 
-std::vector<AddrRange> HostPool::drain() {
-  std::vector<AddrRange> out;
-  while (!lru_.empty()) give_back(lru_.front(), &out);
-  return out;
-}
-
 bool HostPool::carve(uint64_t size, uint64_t* out) {
   for (auto it = space_.begin(); it != space_.end(); ++it) {
     if (it->second - it->first < size) continue;

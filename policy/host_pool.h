@@ -65,14 +65,10 @@ class HostPool {
   // A live block that could not be used (its memory could not be mapped): back to free address
   // space, as if never handed out.
   void discard(uint64_t addr);
-  // Gives back every cached block (the program's memory stays).
-  std::vector<AddrRange> drain();
 
   bool owns(uint64_t a) const { return a - cfg_.base < cfg_.span; }
   uint64_t live_bytes() const { return live_; }
   uint64_t cached_bytes() const { return cached_; }
-  size_t cached_count() const { return lru_.size(); }
-  const Config& config() const { return cfg_; }
 
  private:
   struct Block {

@@ -263,7 +263,6 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   void* placed = reinterpret_cast<void*>(at);
   bool done = dir == HostCopyDir::htod ? crew_memcpy(placed, host, bytes) : crew_memcpy(host, placed, bytes);
   if (!done) return false;
-  if (r->placement == Placement::managed) residency_on_host(r->base);
   runtime_stats().decision(Decision::copy_on_host, bytes);
   trace::copy_path(trace::CopyPath::host);
   *result = CUDA_SUCCESS;

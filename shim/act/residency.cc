@@ -120,18 +120,6 @@ uint64_t residency_resident_bytes(uintptr_t base) {
   return it == s.device_of.end() ? 0 : planner(s, it->second).resident_bytes(base);
 }
 
-void residency_on_host(uintptr_t base) {
-  if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return;
-  ShimScope scope;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  auto it = s.device_of.find(base);
-  if (it == s.device_of.end()) return;
-  policy::ResidencyPlanner& p = planner(s, it->second);
-  p.mark_on_host(base);
-  ledger().set_resident(it->second, p.resident_bytes());
-}
-
 void residency_forget(uintptr_t base) {
   if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return;
   ShimScope scope;

@@ -16,8 +16,6 @@ void residency_track(uintptr_t base, uint64_t size, int device);
 void residency_forget(uintptr_t base);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
-// The host wrote or read all of it: nothing of it is on the device any more.
-void residency_on_host(uintptr_t base);
 
 // Called by the launch hooks before the real launch. Costs one atomic load, inline, when no
 // managed memory is tracked. Never prefetches into a stream that is being captured.

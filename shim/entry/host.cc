@@ -48,9 +48,8 @@ using namespace gms;
 using namespace gms::entry;
 
 GMS_EXPORT void* malloc(size_t n) {
-  if (large(n)) {
-    if (void* p = pooled(n, 1, Origin::malloc, false)) return p;
-  }
+  if (!large(n)) return libc::malloc(n);
+  if (void* p = pooled(n, 1, Origin::malloc, false)) return p;
   void* p = libc::malloc(n);
   track(p, n, Origin::malloc);
   return p;
