@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <thread>
+#include <vector>
 
 #include "fake_cuda_test.h"
 
@@ -82,6 +84,31 @@ inline bool has_arg(int argc, char** argv, const char* arg) {
   }
   return false;
 }
+// Runs body(t, dev) on n threads at once, each with device 0's primary context current and its own
+// 8 MiB device buffer `dev`; body returns false when the data it checked was wrong. Exits non-zero
+// if any thread failed.
+template <typename F>
+void on_threads(int n, F body) {
+  std::vector<std::thread> threads;
+  std::vector<int> ok(static_cast<size_t>(n), 0);
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([t, &ok, &body] {
+      CUdevice d;
+      CUcontext c;
+      CUdeviceptr dev;
+      if (cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, d) || cuCtxSetCurrent(c) || cuMemAlloc(&dev, 8 << 20)) return;
+      ok[static_cast<size_t>(t)] = body(t, dev) && cuMemFree(dev) == CUDA_SUCCESS;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < n; ++t) {
+    if (!ok[static_cast<size_t>(t)]) {
+      std::fprintf(stderr, "thread %d of %d failed\n", t, n);
+      std::exit(1);
+    }
+  }
+}
+
 inline void check_hooked(const void* p, bool shim, const char* what) {
   bool ok = shim ? in_shim(p) : in_fake(p);
   if (!ok) {

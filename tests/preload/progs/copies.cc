@@ -216,32 +216,16 @@ int main(int argc, char** argv) {
 
   {
     // 10. 16 threads, each with its own block, copying and freeing at once.
-    std::vector<std::thread> threads;
-    std::vector<int> ok(16, 0);
-    for (int t = 0; t < 16; ++t) {
-      threads.emplace_back([t, &ok] {
-        CK(cuCtxSetCurrent(nullptr) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_SUCCESS);
-        CUdevice dd;
-        CK(cuDeviceGet(&dd, 0));
-        CUcontext c;
-        CK(cuDevicePrimaryCtxRetain(&c, dd));
-        CK(cuCtxSetCurrent(c));
-        CUdeviceptr dev;
-        CK(cuMemAlloc(&dev, 8 * MiB));
-        for (int i = 0; i < 4; ++i) {
-          void* h = map(8 * MiB);
-          fill(h, 8 * MiB, static_cast<uint32_t>(t * 100 + i));
-          CK(cuMemcpyHtoD(dev, h, 8 * MiB));
-          CK(cuMemcpyHtoD(dev, h, 8 * MiB));
-          if (!same(preload::dev_ptr<unsigned char>(dev), h, 8 * MiB)) return;
-          CHECK(munmap(h, 8 * MiB) == 0);
-        }
-        CK(cuMemFree(dev));
-        ok[t] = 1;
-      });
-    }
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < 16; ++t) CHECK(ok[t]);
+    preload::on_threads(16, [](int t, CUdeviceptr dev) {
+      for (int i = 0; i < 4; ++i) {
+        void* h = map(8 * MiB);
+        fill(h, 8 * MiB, static_cast<uint32_t>(t * 100 + i));
+        if (cuMemcpyHtoD(dev, h, 8 * MiB) || cuMemcpyHtoD(dev, h, 8 * MiB)) return false;
+        if (!same(preload::dev_ptr<unsigned char>(dev), h, 8 * MiB)) return false;
+        CHECK(munmap(h, 8 * MiB) == 0);
+      }
+      return true;
+    });
   }
 
   CK(cuMemFree(g_dev));

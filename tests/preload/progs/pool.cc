@@ -230,37 +230,23 @@ int main(int argc, char** argv) {
 
   {
     // 8. 16 threads allocating, copying and freeing pool blocks of near sizes at once.
-    std::vector<std::thread> threads;
-    std::vector<int> ok(16, 0);
-    for (int t = 0; t < 16; ++t) {
-      threads.emplace_back([t, &ok] {
-        CUdevice dd;
-        CK(cuDeviceGet(&dd, 0));
-        CUcontext c;
-        CK(cuDevicePrimaryCtxRetain(&c, dd));
-        CK(cuCtxSetCurrent(c));
-        CUdeviceptr dev;
-        CK(cuMemAlloc(&dev, 8 * MiB));
-        for (int i = 0; i < 8; ++i) {
-          size_t n = 4 * MiB + static_cast<size_t>(t) * 4096;
-          void* h = (i % 2) ? std::calloc(n, 1) : std::malloc(n);
-          if (!h) return;
-          if (i % 2) {
-            for (size_t k = 0; k < n; k += 4096) {
-              if (static_cast<unsigned char*>(h)[k] != 0) return;
-            }
+    preload::on_threads(16, [](int t, CUdeviceptr dev) {
+      for (int i = 0; i < 8; ++i) {
+        size_t n = 4 * MiB + static_cast<size_t>(t) * 4096;
+        void* h = (i % 2) ? std::calloc(n, 1) : std::malloc(n);
+        if (!h) return false;
+        if (i % 2) {
+          for (size_t k = 0; k < n; k += 4096) {
+            if (static_cast<unsigned char*>(h)[k] != 0) return false;
           }
-          fill(h, n, static_cast<uint32_t>(t * 100 + i));
-          CK(cuMemcpyHtoD(dev, h, n));
-          if (std::memcmp(preload::dev_ptr<unsigned char>(dev), h, n) != 0) return;
-          std::free(h);
         }
-        CK(cuMemFree(dev));
-        ok[t] = 1;
-      });
-    }
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < 16; ++t) CHECK(ok[t]);
+        fill(h, n, static_cast<uint32_t>(t * 100 + i));
+        if (cuMemcpyHtoD(dev, h, n) != CUDA_SUCCESS) return false;
+        if (std::memcmp(preload::dev_ptr<unsigned char>(dev), h, n) != 0) return false;
+        std::free(h);
+      }
+      return true;
+    });
   }
 
   CK(cuMemFree(g_dev));
