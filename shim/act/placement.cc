@@ -180,6 +180,18 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   if (region && region->kind == MemKind::managed) residency_forget(region->base);
   CUresult r;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
+    if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
+      // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
+      // must outlive every launch of the graph's kernels, and synchronising a capturing stream would
+      // end the capture. So it is kept, and goes back to the system with the process.
+      if (log_enabled(LogLevel::info)) {
+        Line l;
+        l.str("stream-ordered free of ").bytes(region->size).str(" of spilled memory inside a stream capture: kept until exit");
+        log(LogLevel::info, l);
+      }
+      observe::region_released(family, true, static_cast<uintptr_t>(p), region);
+      return CUDA_SUCCESS;
+    }
     if (stream_ordered) {
       // The program may still have work queued on the stream that uses this memory.
       r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)

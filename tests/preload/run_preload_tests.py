@@ -696,6 +696,31 @@ class PreloadPool(PreloadCase):
         self.run_program("pool", "--pool", shim=False)
 
 
+class PreloadPlacement(PreloadCase):
+    """(n) Placement plumbing: progs/placement.cc checks what reaches the stand-in driver (spill,
+    prefetch before a launch, nothing of the shim's in a stream capture, stream-ordered frees of
+    spilled memory); this checks the shim's statistics."""
+
+    ENV = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+
+    def test_placement(self):
+        run = self.run_program("placement", env=self.ENV)
+        self.assertIn("placement ok", run.stdout)
+        d = self.only_stats(run)["decisions"]
+        self.assertEqual(d["spilled_managed"]["calls"], 2)
+        self.assertEqual(d["spilled_managed"]["bytes"], 8 * MiB)
+        self.assertEqual(d["kept_on_device"]["calls"], 3, "6 MiB twice, and 2 MiB in the capture")
+        self.assertEqual(d["refused"]["calls"], 1, "16 MiB in the capture")
+        self.assertEqual(d["prefetched"]["calls"], 1)
+        self.assertEqual(d["prefetched"]["bytes"], 4 * MiB)
+
+    def test_without_the_shim(self):
+        # The program's own expectations hold only under the shim; without it, it must fail on its
+        # first check (nothing spilled), not crash.
+        run = self.run_program("placement", shim=False, expect_rc=1)
+        self.assertIn("check failed", run.stderr)
+
+
 class PreloadBadInput(PreloadCase):
     """(i) Bad arguments and bad options: no crash, everything counted, results still right."""
 

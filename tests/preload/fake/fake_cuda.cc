@@ -86,7 +86,17 @@ void* const kImpl[kCount] = {
 };
 
 std::atomic<unsigned long> g_calls[kCount];
-inline void count(Id id) { g_calls[id].fetch_add(1, std::memory_order_relaxed); }
+std::atomic<unsigned long> g_last_seq[kCount];  // when each implementation was last called
+std::atomic<unsigned long> g_seq{0};
+inline void count(Id id) {
+  g_calls[id].fetch_add(1, std::memory_order_relaxed);
+  g_last_seq[id].store(g_seq.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// Streams a test has declared captured (fake_cuda_set_capturing): the stand-in records no graph,
+// but answers cuStreamIsCapturing and refuses what the driver refuses on a capturing stream.
+std::atomic<CUstream> g_capturing{reinterpret_cast<CUstream>(~uintptr_t{0})};
+inline bool capturing(CUstream s) { return s == g_capturing.load(std::memory_order_relaxed); }
 
 struct Proc {
   const char* base;
@@ -507,6 +517,17 @@ FAKE_EXPORT unsigned long fake_cuda_calls(const char* symbol) {
   return symbol ? ULONG_MAX : total;
 }
 
+FAKE_EXPORT unsigned long fake_cuda_last_call(const char* symbol) {
+  for (int i = 0; i < kCount; ++i) {
+    if (std::strcmp(symbol, kNames[i]) == 0) return g_last_seq[i].load(std::memory_order_relaxed);
+  }
+  return ULONG_MAX;
+}
+
+FAKE_EXPORT void fake_cuda_set_capturing(CUstream s, int on) {
+  g_capturing.store(on ? s : reinterpret_cast<CUstream>(~uintptr_t{0}), std::memory_order_relaxed);
+}
+
 FAKE_EXPORT CUdeviceptr fake_cuda_alloc_untracked(size_t bytes) {
   uintptr_t p = 0;
   return new_block(bytes, Kind::device, &p) == CUDA_SUCCESS ? static_cast<CUdeviceptr>(p) : 0;
@@ -681,13 +702,15 @@ FAKE_IMPL(cuStreamDestroy_v2)(CUstream s) {
   return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-FAKE_IMPL(cuStreamSynchronize)(CUstream) {
+FAKE_IMPL(cuStreamSynchronize)(CUstream s) {
   count(k_cuStreamSynchronize);
+  if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // and the real one ends the capture
   return need_ctx();
 }
 
-FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream) {
+FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream s) {
   count(k_cuStreamSynchronize_ptsz);
+  if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   return need_ctx();
 }
 
@@ -729,19 +752,19 @@ FAKE_IMPL(cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) {
   return CUDA_ERROR_INVALID_HANDLE;
 }
 
-FAKE_IMPL(cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus* st) {
+FAKE_IMPL(cuStreamIsCapturing)(CUstream s, CUstreamCaptureStatus* st) {
   count(k_cuStreamIsCapturing);
   FAKE_TRY(need_ctx());
   if (!st) return CUDA_ERROR_INVALID_VALUE;
-  *st = CU_STREAM_CAPTURE_STATUS_NONE;  // the stand-in has no stream capture
+  *st = capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 
-FAKE_IMPL(cuStreamIsCapturing_ptsz)(CUstream, CUstreamCaptureStatus* st) {
+FAKE_IMPL(cuStreamIsCapturing_ptsz)(CUstream s, CUstreamCaptureStatus* st) {
   count(k_cuStreamIsCapturing_ptsz);
   FAKE_TRY(need_ctx());
   if (!st) return CUDA_ERROR_INVALID_VALUE;
-  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  *st = capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 

@@ -12,6 +12,14 @@ extern "C" {
 unsigned long fake_cuda_calls(const char* symbol);
 typedef unsigned long (*fake_cuda_calls_fn)(const char* symbol);
 
+// The order of calls: a sequence number of the latest call that reached `symbol` (0: none yet;
+// ULONG_MAX: no such implementation). Numbers grow with every call to any implementation.
+unsigned long fake_cuda_last_call(const char* symbol);
+
+// From now on `s` is being captured into a graph (on = 0: no stream is): cuStreamIsCapturing says
+// so, and cuStreamSynchronize on it fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED as the driver's.
+void fake_cuda_set_capturing(CUstream s, int on);
+
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
 // made before an interposer was loaded): cuMemFree_v2 / cuMemFreeHost accept it, the shim never saw it.
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);

@@ -1,0 +1,123 @@
+// Placement plumbing over the stand-in driver (linked with -lcuda). Run with GPUMEMSHIM_POLICY=spill,
+// GPUMEMSHIM_DEVICE_LIMIT=8M and a managed cap. Checks, through the stand-in's call counts and call
+// order, what reaches the driver:
+// - an allocation past the budget becomes managed memory advised to live on the host;
+// - a launch that references it prefetches it once it fits the budget;
+// - during a stream capture nothing of the shim's goes into the graph: cuMemAllocAsync gets device
+//   memory within the budget and out-of-memory beyond it, a launch issues no prefetch;
+// - cuMemFreeAsync of spilled memory waits for the stream and frees with cuMemFree; inside a capture
+//   it neither synchronises the capturing stream nor frees the memory the graph may still use.
+// The runner checks the shim's statistics.
+#include "common.h"
+
+namespace {
+
+constexpr size_t MiB = 1u << 20;
+
+unsigned long calls(const char* s) { return fake_cuda_calls(s); }
+unsigned long last(const char* s) { return fake_cuda_last_call(s); }
+
+struct Count {
+  const char* symbol;
+  unsigned long before;
+  explicit Count(const char* s) : symbol(s), before(calls(s)) {}
+  unsigned long added() const { return calls(symbol) - before; }
+};
+
+void k_fill(void** p) {
+  unsigned char* x = preload::dev_ptr<unsigned char>(*static_cast<CUdeviceptr*>(p[0]));
+  size_t n = *static_cast<size_t*>(p[1]);
+  std::memset(x, 7, n);
+}
+
+CUresult launch_fill(CUdeviceptr x, size_t n, CUstream s) {
+  void* params[] = {&x, &n};
+  return cuLaunchKernel(preload::as_function(k_fill), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
+}  // namespace
+
+int main() {
+  CK(cuInit(0));
+  CUdevice d;
+  CK(cuDeviceGet(&d, 0));
+  CUcontext ctx;
+  CK(cuDevicePrimaryCtxRetain(&ctx, d));
+  CK(cuCtxSetCurrent(ctx));
+  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
+  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_fill), sizes, 2) == 0);
+  CUstream st;
+  CK(cuStreamCreate(&st, 0));
+
+  // 6 MiB on the device, then 4 MiB: past the 8 MiB budget, so managed, advised to the host.
+  CUdeviceptr a = 0, b = 0;
+  CK(cuMemAlloc(&a, 6 * MiB));
+  {
+    Count managed("cuMemAllocManaged"), advise("cuMemAdvise_v2");
+    CK(cuMemAlloc(&b, 4 * MiB));
+    CHECK(managed.added() == 1);
+    CHECK(advise.added() == 2);  // preferred location host, accessed by the device
+  }
+  // While the 6 MiB hold the budget, 4 MiB do not fit: the launch leaves b where it is.
+  {
+    Count prefetch("cuMemPrefetchAsync_v2");
+    CK(launch_fill(b, 4 * MiB, st));
+    CHECK(prefetch.added() == 0);
+  }
+  CK(cuMemFree(a));
+  {
+    Count prefetch("cuMemPrefetchAsync_v2");
+    CK(launch_fill(b, 4 * MiB, st));
+    CHECK(prefetch.added() == 1);  // now it fits: to the device before the kernel
+    CHECK(last("cuMemPrefetchAsync_v2") < last("cuLaunchKernel"));
+  }
+
+  // A capture on st: nothing of the shim's may go into the graph.
+  fake_cuda_set_capturing(st, 1);
+  {
+    Count managed("cuMemAllocManaged"), prefetch("cuMemPrefetchAsync_v2"), async("cuMemAllocAsync");
+    // Past the budget: out of memory, as a card of that size would say, never managed memory.
+    CUdeviceptr c = 0;
+    CHECK_RESULT(cuMemAllocAsync(&c, 16 * MiB, st), CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(managed.added() == 0);
+    CHECK(async.added() == 0);
+    // Within it: the graph gets the device memory it asked for.
+    CK(cuMemAllocAsync(&c, 2 * MiB, st));
+    CHECK(async.added() == 1);
+    CK(launch_fill(b, 4 * MiB, st));
+    CHECK(prefetch.added() == 0);
+    CK(cuMemFreeAsync(c, st));
+  }
+  // Spilled memory freed inside the capture: no synchronisation of the capturing stream (that would
+  // end the capture), and the memory stays for the graph.
+  {
+    Count sync("cuStreamSynchronize"), free("cuMemFree_v2"), free_async("cuMemFreeAsync");
+    CK(cuMemFreeAsync(b, st));
+    CHECK(sync.added() == 0);
+    CHECK(free.added() == 0);
+    CHECK(free_async.added() == 0);
+  }
+  fake_cuda_set_capturing(st, 0);
+
+  // Outside a capture: spilled memory freed on a stream waits for that stream, then cuMemFree.
+  CUdeviceptr e = 0, f = 0;
+  CK(cuMemAlloc(&e, 6 * MiB));
+  {
+    Count managed("cuMemAllocManaged");
+    CK(cuMemAllocAsync(&f, 4 * MiB, st));  // past the budget again: managed, stream-ordered or not
+    CHECK(managed.added() == 1);
+  }
+  CK(launch_fill(f, 4 * MiB, st));
+  {
+    Count sync("cuStreamSynchronize"), free("cuMemFree_v2"), free_async("cuMemFreeAsync");
+    CK(cuMemFreeAsync(f, st));
+    CHECK(sync.added() == 1);
+    CHECK(free.added() == 1);
+    CHECK(free_async.added() == 0);  // managed memory is not the stream-ordered allocator's
+    CHECK(last("cuStreamSynchronize") < last("cuMemFree_v2"));
+  }
+  CK(cuMemFree(e));
+  CK(cuStreamDestroy(st));
+  std::printf("placement ok\n");
+  return 0;
+}
