@@ -34,12 +34,12 @@ MODES = {
 }
 
 
-def build(tmp_path_factory, name):
+def build(tmp_path_factory, name, folder="copies"):
     nvcc = nvcc_path()
     if not nvcc:
         pytest.skip(f"nvcc not found: cannot build {name}.cu")
     exe = str(tmp_path_factory.mktemp("gms-copies") / name)
-    source = os.path.join(HERE, "copies", f"{name}.cu")
+    source = os.path.join(HERE, folder, f"{name}.cu")
     for arch in ("-arch=native", "-arch=sm_90"):
         r = subprocess.run([nvcc, "-O2", arch, "-o", exe, source], capture_output=True, text=True, timeout=300)
         if r.returncode == 0:

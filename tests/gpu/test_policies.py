@@ -77,3 +77,16 @@ def test_framework_under_policy(fw, policy, shim, workdir):
     # The scripts keep two 2 MiB buffers live at a time: a 3 MiB budget makes spill spill.
     budget = "3M" if policy.startswith("spill") else None
     check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir, budget)
+
+
+def test_placement_rules_on_the_gpu(tmp_path_factory, shim, workdir):
+    """placement/rules.cu: pointer attributes and IPC on spilled memory, a stream capture that uses,
+    allocates and frees spilled memory, and a stream-ordered free right after a kernel."""
+    from test_copies import build
+    exe = build(tmp_path_factory, "rules", folder="placement")
+    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "64M", "GPUMEMSHIM_MANAGED_LIMIT": "1G"}
+    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
+    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    d = run.stats["decisions"]
+    assert d["spilled_managed"]["calls"] == 3, d
+    assert d["kept_on_device"]["calls"] >= 1, f"the capture's own allocation: {d}"

@@ -1,0 +1,100 @@
+// The correctness rules of placement on a real GPU (issue 3), run under GPUMEMSHIM_POLICY=spill with
+// a 64 MiB device limit (GPU safety: at most about 400 MiB of managed memory):
+// - spilled memory is what the driver says it is: cudaPointerGetAttributes calls it managed, and an
+//   IPC handle on it fails with the driver's own error for managed memory;
+// - a stream capture that uses spilled memory, allocates on the stream and frees spilled memory on
+//   the stream ends cleanly, and its graph computes the right thing;
+// - spilled memory freed on a stream right after a kernel that writes it: no error, right data.
+// Prints "ok", or what went wrong and exits 1.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));         \
+      return 1;                                                                                 \
+    }                                                                                           \
+  } while (0)
+#define EXPECT(cond)                                                     \
+  do {                                                                   \
+    if (!(cond)) {                                                       \
+      std::printf("%s:%d: expected %s\n", __FILE__, __LINE__, #cond);    \
+      return 1;                                                          \
+    }                                                                    \
+  } while (0)
+
+__global__ void fill(float* x, size_t n, float v) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) x[i] = v;
+}
+__global__ void add(float* dst, const float* a, const float* b, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) dst[i] = a[i] + b[i];
+}
+
+int main() {
+  const size_t MiB = 1 << 20, n = 128 * MiB / sizeof(float);
+  float *big = nullptr, *gone = nullptr, *later = nullptr;
+  CHECK(cudaMalloc(&big, n * sizeof(float)));  // past the 64 MiB budget: spilled
+  cudaPointerAttributes at{};
+  CHECK(cudaPointerGetAttributes(&at, big));
+  EXPECT(at.type == cudaMemoryTypeManaged);
+
+  // The driver's own answer for an IPC handle on managed memory, and the one on spilled memory.
+  float* own = nullptr;
+  CHECK(cudaMallocManaged(&own, MiB));
+  cudaIpcMemHandle_t h;
+  cudaError_t want = cudaIpcGetMemHandle(&h, own);
+  cudaGetLastError();
+  cudaError_t got = cudaIpcGetMemHandle(&h, big);
+  cudaGetLastError();
+  EXPECT(want != cudaSuccess);
+  EXPECT(got == want);
+  CHECK(cudaFree(own));
+
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaMalloc(&gone, n * sizeof(float)));  // spilled too; the graph frees it
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  float* tmp = nullptr;
+  CHECK(cudaMallocAsync(&tmp, 4 * MiB, s));  // within the budget: the graph's own device memory
+  fill<<<256, 256, 0, s>>>(tmp, 4 * MiB / sizeof(float), 1.0f);
+  fill<<<1024, 256, 0, s>>>(gone, n, 2.0f);
+  add<<<1024, 256, 0, s>>>(big, gone, gone, n);
+  add<<<256, 256, 0, s>>>(big, big, tmp, 4 * MiB / sizeof(float));
+  CHECK(cudaFreeAsync(tmp, s));
+  CHECK(cudaFreeAsync(gone, s));
+  cudaGraph_t graph;
+  CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  std::vector<float> back(n);
+  CHECK(cudaMemcpy(back.data(), big, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; i += 4099) {
+    float expect = i < 4 * MiB / sizeof(float) ? 5.0f : 4.0f;
+    if (back[i] != expect) {
+      std::printf("graph result at %zu: %g, expected %g\n", i, back[i], expect);
+      return 1;
+    }
+  }
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+
+  // Outside a capture: a kernel writes spilled memory, which is freed on the stream at once.
+  CHECK(cudaMalloc(&later, n * sizeof(float)));
+  fill<<<1024, 256, 0, s>>>(later, n, 6.0f);
+  add<<<1024, 256, 0, s>>>(big, later, later, n);
+  CHECK(cudaFreeAsync(later, s));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(back.data(), big, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; i += 4099) EXPECT(back[i] == 12.0f);
+  CHECK(cudaFree(big));
+  CHECK(cudaStreamDestroy(s));
+  CHECK(cudaGetLastError());
+  std::printf("ok\n");
+  return 0;
+}
