@@ -84,6 +84,16 @@ inline bool has_arg(int argc, char** argv, const char* arg) {
   }
   return false;
 }
+// cuInit, then device 0's primary context made current (programs linked with -lcuda).
+inline void use_device0() {
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+}
+
 // Runs body(t, dev) on n threads at once, each with device 0's primary context current and its own
 // 8 MiB device buffer `dev`; body returns false when the data it checked was wrong. Exits non-zero
 // if any thread failed.

@@ -76,12 +76,7 @@ int main(int argc, char** argv) {
   // cover that) and only the data is checked here.
   const char* mode = std::getenv("GPUMEMSHIM_REGISTER");
   g_register = mode && std::strcmp(mode, "always") == 0;
-  CK(cuInit(0));
-  CUdevice d;
-  CK(cuDeviceGet(&d, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, d));
-  CK(cuCtxSetCurrent(ctx));
+  preload::use_device0();
   CK(cuMemAlloc(&g_dev, 2 * N));
 
   if (preload::has_arg(argc, argv, "--spilled")) {

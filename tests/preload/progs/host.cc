@@ -41,12 +41,7 @@ int main() {
   CHECK(dlsym(self, "another_missing_symbol") == nullptr);
   CHECK(dlerror() != nullptr);
 
-  CK(cuInit(0));
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
+  preload::use_device0();
   size_t free_b = 0, total = 0;
   CK(cuMemGetInfo(&free_b, &total));
 

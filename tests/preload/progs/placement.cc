@@ -38,12 +38,7 @@ CUresult launch_fill(CUdeviceptr x, size_t n, CUstream s) {
 }  // namespace
 
 int main() {
-  CK(cuInit(0));
-  CUdevice d;
-  CK(cuDeviceGet(&d, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, d));
-  CK(cuCtxSetCurrent(ctx));
+  preload::use_device0();
   size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
   CHECK(fake_cuda_set_kernel_params(preload::as_function(k_fill), sizes, 2) == 0);
   CUstream st;

@@ -71,12 +71,7 @@ int main(int argc, char** argv) {
   g_sanitizer = preload::has_arg(argc, argv, "--sanitizer-malloc");
   g_pool = preload::has_arg(argc, argv, "--shim") && preload::has_arg(argc, argv, "--pool") &&
            !preload::has_arg(argc, argv, "--sanitizer-malloc");
-  CK(cuInit(0));
-  CUdevice d;
-  CK(cuDeviceGet(&d, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, d));
-  CK(cuCtxSetCurrent(ctx));
+  preload::use_device0();
   CK(cuMemAlloc(&g_dev, 2 * B));
 
   {

@@ -16,15 +16,6 @@
 
 namespace {
 
-void context() {
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-}
-
 void alloc_free(size_t n) {
   CUdeviceptr p = 0;
   CK(cuMemAlloc(&p, n));
@@ -77,7 +68,7 @@ int main(int argc, char** argv) {
     _exit(0);
   }
   if (preload::has_arg(argc, argv, "--sites")) {
-    context();
+    preload::use_device0();
     volatile int times = 3;  // not unrolled: one call instruction, one call site
     for (int i = 0; i < times; ++i) site_a(2 << 20);
     site_b(2 << 20);
@@ -86,7 +77,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (preload::has_arg(argc, argv, "--spill")) {
-    context();
+    preload::use_device0();
     CUdeviceptr a = 0, b = 0;
     CK(cuMemAlloc(&a, 512 * 1024));
     CK(cuMemAlloc(&b, 1024 * 1024));
