@@ -89,6 +89,7 @@ struct Engine {
   void* buffers[kBuffers] = {};
   std::unordered_map<CUcontext, std::vector<CUevent>> events;  // per context: one per buffer
   CopyCrew* crew = nullptr;
+  int next = 0;  // the buffer the next host-to-device chunk fills
   bool broken = false;
 };
 
@@ -143,6 +144,30 @@ CUresult dma_dtoh(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   return call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, src, n, s);
 }
 
+// Caller holds e.mu. Consecutive copies start at the buffer after the last one used, so a copy
+// does not wait for the DMA of the buffer its predecessor filled last.
+CUresult htod_through(Engine& e, std::vector<CUevent>& evs, CUdeviceptr dst, const void* src, size_t bytes,
+                      CUstream stream, bool wait, bool by_crew) {
+  const char* in = static_cast<const char*>(src);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t off = 0; off < bytes && r == CUDA_SUCCESS; off += kChunk) {
+    size_t n = std::min(kChunk, bytes - off);
+    int b = e.next;
+    e.next = (e.next + 1) % kBuffers;
+    // The buffer's previous DMA (of this copy or an earlier one) must be done before refilling it.
+    if ((r = call_real(GMS_REAL(cuEventSynchronize), evs[b])) != CUDA_SUCCESS) break;
+    if (by_crew) {
+      e.crew->copy(e.buffers[b], in + off, n);
+    } else {
+      std::memcpy(e.buffers[b], in + off, n);
+    }
+    if ((r = dma_htod(dst + off, e.buffers[b], n, stream)) != CUDA_SUCCESS) break;
+    r = call_real(GMS_REAL(cuEventRecord), evs[b], stream);
+  }
+  if (r == CUDA_SUCCESS && wait) r = wait_all(evs);
+  return r;
+}
+
 }  // namespace
 
 CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait) {
@@ -152,22 +177,19 @@ CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream st
   std::lock_guard lock(e.mu);
   std::vector<CUevent>* evs = ready(e);
   if (!evs) return call_real(GMS_REAL(cuMemcpyHtoDAsync_v2), dst, src, bytes, stream);
-  const char* in = static_cast<const char*>(src);
-  CUresult r = CUDA_SUCCESS;
-  for (size_t off = 0, k = 0; off < bytes && r == CUDA_SUCCESS; off += kChunk, ++k) {
-    size_t n = std::min(kChunk, bytes - off);
-    int b = static_cast<int>(k % kBuffers);
-    // The buffer's previous DMA (of this copy or an earlier one) must be done before refilling it.
-    if ((r = call_real(GMS_REAL(cuEventSynchronize), (*evs)[b])) != CUDA_SUCCESS) break;
-    e.crew->copy(e.buffers[b], in + off, n);
-    if ((r = dma_htod(dst + off, e.buffers[b], n, stream)) != CUDA_SUCCESS) break;
-    r = call_real(GMS_REAL(cuEventRecord), (*evs)[b], stream);
-  }
-  if (r == CUDA_SUCCESS && wait) {
-    r = wait_all(*evs);
-  }
+  CUresult r = htod_through(e, *evs, dst, src, bytes, stream, wait, true);
   runtime_stats().time(Timing::staged_ns, trace::monotonic_ns() - t0);
   return r;
+}
+
+std::optional<CUresult> try_staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  ShimScope scope;
+  Engine& e = engine();
+  std::unique_lock lock(e.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return std::nullopt;
+  std::vector<CUevent>* evs = ready(e);
+  if (!evs) return std::nullopt;
+  return htod_through(e, *evs, dst, src, bytes, stream, false, false);
 }
 
 bool crew_memcpy(void* dst, const void* src, size_t bytes) {

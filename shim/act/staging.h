@@ -4,6 +4,7 @@
 // chunk runs, which beats the driver's own single-threaded staging (7.4 GB/s for 1 GiB on our H100)
 // by several times without pinning the program's memory.
 #include <cstddef>
+#include <optional>
 
 #include "driver/cuda_driver.h"
 
@@ -12,6 +13,10 @@ namespace gms::act {
 // Host to device. Returns once the source has been read entirely (the driver's contract for a
 // pageable source); with `wait`, once the copy is complete (synchronous copies).
 CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream, bool wait);
+// As staged_htod without waiting, copied into staging by the calling thread alone (for a short
+// part of a copy whose DMA runs meanwhile); nullopt, having done nothing, when another staged copy
+// holds the buffers.
+std::optional<CUresult> try_staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
 // Device to host: returns once the data is in `dst` (the driver's contract for pageable memory).
 CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
 // A memcpy between two host buffers by the copy crew (several threads). False when the crew

@@ -49,6 +49,7 @@ namespace gms {
   X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")       \
   X(copy_registered, "pageable copies made at pinned speed from a block the shim registered")  \
   X(copy_staged, "pageable copies through the shim's pinned staging buffers")                  \
+  X(tail_staged, "registered async uploads whose last part went through staging, to return sooner") \
   X(copy_on_host, "copies to or from memory the shim placed on the host, by host threads")     \
   X(registered, "host blocks the shim registered (pinned)")                                    \
   X(unregistered, "registrations the shim dropped")                                            \

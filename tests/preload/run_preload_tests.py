@@ -625,6 +625,17 @@ class PreloadCopies(PreloadCase):
         self.assertEqual(d["invalidated"]["calls"], 2)
         self.assertEqual(d["unregistered"]["calls"], 4)
 
+    def test_async_copies_keep_the_pageable_contract(self):
+        # The stand-in runs async copies of pinned memory late, as a copy engine would: the program
+        # reuses its buffer right after an upload and reads it right after a download.
+        for mode in ("auto", "always"):
+            with self.subTest(mode=mode):
+                d = self.decisions(self.run_program("copies", "--async-contract", env={"GPUMEMSHIM_REGISTER": mode}))
+                self.assertGreater(d["copy_registered"]["calls"], 3)
+                self.assertGreater(d["tail_staged"]["calls"], 0, "uploads return before the DMA of their last part")
+        self.run_program("copies", "--async-contract", env={"GPUMEMSHIM_REGISTER": "off"})
+        self.run_program("copies", "--async-contract", shim=False)
+
     def test_without_the_shim(self):
         self.run_program("copies", shim=False)
 

@@ -26,10 +26,13 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "fake_cuda_test.h"
 
@@ -191,6 +194,55 @@ bool find_block(uintptr_t p, size_t n, Block* out) {
   return true;
 }
 
+// ---- held-back copies (fake_cuda_set_defer) ------------------------------------------------------
+// A GPU's copy engine reads or writes pinned memory when it gets to the copy, not when the call
+// returns. With deferral on, async copies whose host side is pinned or registered wait here until
+// the program may rely on them: a synchronisation of a stream or the context, of an event recorded
+// after them, or any other copy, memset or launch (stream order, kept conservatively: one queue).
+// An interposer that returns from a pageable copy before the copy engine is done with the
+// program's buffer then copies the wrong bytes, as it would on a GPU.
+struct Held {
+  void* dst;
+  const void* src;
+  size_t n;
+  uint64_t seq;
+};
+std::mutex g_held_mu;
+std::atomic<bool> g_defer{false};
+uint64_t g_held_seq = 0;  // under g_held_mu
+std::vector<Held>& held() {
+  static auto* v = new std::vector<Held>;
+  return *v;
+}
+std::map<CUevent, uint64_t>& event_marks() {  // event -> the last held copy before its record
+  static auto* m = new std::map<CUevent, uint64_t>;
+  return *m;
+}
+
+// Runs the held copies up to and including sequence number `upto`, in order.
+void run_held(uint64_t upto = UINT64_MAX) {
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  auto& v = held();
+  size_t k = 0;
+  for (; k < v.size() && v[k].seq <= upto; ++k) std::memmove(v[k].dst, v[k].src, v[k].n);
+  v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k));
+}
+
+// Pinned memory going away while a held copy still reads or writes it: the interposer's bug.
+void check_not_held(uintptr_t lo, uintptr_t hi) {
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  for (const Held& h : held()) {
+    for (const void* p : {static_cast<const void*>(h.dst), h.src}) {
+      auto a = reinterpret_cast<uintptr_t>(p);
+      if (a < hi && a + h.n > lo) {
+        std::fprintf(stderr, "fake_cuda: pinned memory at %#lx freed or unregistered while a copy still uses it\n",
+                     static_cast<unsigned long>(lo));
+        std::abort();
+      }
+    }
+  }
+}
+
 CUresult new_block(size_t size, Kind kind, uintptr_t* out) {
   size_t len = page_round(size ? size : 1);
   void* p = raw_mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -276,6 +328,8 @@ CUresult host_register(void* p, size_t bytes) {
 CUresult host_unregister(void* p) {
   FAKE_TRY(need_ctx());
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  Block b;
+  if (find_block(reinterpret_cast<uintptr_t>(p), 1, &b)) check_not_held(b.base, b.base + b.size);
   return drop_block(reinterpret_cast<uintptr_t>(p), Kind::registered, Kind::registered)
              ? CUDA_SUCCESS
              : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
@@ -290,6 +344,7 @@ CUresult device_range(CUdeviceptr p, size_t n) {
 
 CUresult copy(void* dst, const void* src, size_t n) {
   FAKE_TRY(need_ctx());
+  run_held();
   if (n == 0) return CUDA_SUCCESS;
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(dst, src, n);
@@ -305,6 +360,23 @@ CUresult dtoh(void* d, CUdeviceptr s, size_t n) {
   if (n) FAKE_TRY(device_range(s, n));
   return copy(d, dp(s), n);
 }
+
+// An async copy: held back when deferral is on and its host side starts in pinned or registered memory.
+CUresult async_copy(void* dst, const void* src, size_t n, const void* host, CUdeviceptr dev) {
+  Block b;
+  // As the driver does, the start of the host range decides.
+  if (!g_defer.load() || n == 0 || !find_block(reinterpret_cast<uintptr_t>(host), 1, &b) ||
+      (b.kind != Kind::pinned && b.kind != Kind::registered)) {
+    return copy(dst, src, n);
+  }
+  FAKE_TRY(need_ctx());
+  FAKE_TRY(device_range(dev, n));
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  held().push_back(Held{dst, src, n, ++g_held_seq});
+  return CUDA_SUCCESS;
+}
+CUresult htod_async(CUdeviceptr d, const void* s, size_t n) { return async_copy(dp(d), s, n, s, d); }
+CUresult dtoh_async(void* d, CUdeviceptr s, size_t n) { return async_copy(d, dp(s), n, d, s); }
 CUresult dtod(CUdeviceptr d, CUdeviceptr s, size_t n) {
   if (n) {
     FAKE_TRY(device_range(d, n));
@@ -433,6 +505,7 @@ CUresult batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail, unsigned 
 template <typename T>
 CUresult fill(CUdeviceptr d, T v, size_t n) {
   FAKE_TRY(need_ctx());
+  run_held();
   if (n == 0) return CUDA_SUCCESS;
   if (d % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
   FAKE_TRY(device_range(d, n * sizeof(T)));
@@ -444,6 +517,7 @@ CUresult fill(CUdeviceptr d, T v, size_t n) {
 template <typename T>
 CUresult fill_2d(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) {
   FAKE_TRY(need_ctx());
+  run_held();
   if (w == 0 || h == 0) return CUDA_SUCCESS;
   if (d % sizeof(T) != 0 || (h > 1 && pitch < w * sizeof(T))) return CUDA_ERROR_INVALID_VALUE;
   FAKE_TRY(device_range(d, (h - 1) * pitch + w * sizeof(T)));
@@ -466,6 +540,7 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
                 void** params) {
   FAKE_TRY(need_ctx());
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  run_held();
   if (!gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
   reinterpret_cast<HostKernel>(f)(params);
   return CUDA_SUCCESS;
@@ -526,6 +601,11 @@ FAKE_EXPORT unsigned long fake_cuda_last_call(const char* symbol) {
 
 FAKE_EXPORT void fake_cuda_set_capturing(CUstream s, int on) {
   g_capturing.store(on ? s : reinterpret_cast<CUstream>(~uintptr_t{0}), std::memory_order_relaxed);
+}
+
+FAKE_EXPORT void fake_cuda_set_defer(int on) {
+  g_defer.store(on != 0);
+  if (!on) run_held();
 }
 
 FAKE_EXPORT CUdeviceptr fake_cuda_alloc_untracked(size_t bytes) {
@@ -684,6 +764,7 @@ FAKE_IMPL(cuCtxGetDevice)(CUdevice* dev) {
 
 FAKE_IMPL(cuCtxSynchronize)() {
   count(k_cuCtxSynchronize);
+  run_held();
   return need_ctx();
 }
 
@@ -705,17 +786,20 @@ FAKE_IMPL(cuStreamDestroy_v2)(CUstream s) {
 FAKE_IMPL(cuStreamSynchronize)(CUstream s) {
   count(k_cuStreamSynchronize);
   if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // and the real one ends the capture
+  run_held();
   return need_ctx();
 }
 
 FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream s) {
   count(k_cuStreamSynchronize_ptsz);
   if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  run_held();
   return need_ctx();
 }
 
-// Work completes inside each call (copies are memcpy, kernels run synchronously): an event is
-// complete as soon as it is recorded. A handle is just a counter.
+// Work completes inside each call (copies are memcpy, kernels run synchronously), except copies
+// held back by fake_cuda_set_defer: an event completes the held copies before its record. A handle
+// is just a counter.
 FAKE_IMPL(cuEventCreate)(CUevent* ev, unsigned int) {
   count(k_cuEventCreate);
   FAKE_TRY(need_ctx());
@@ -728,22 +812,41 @@ FAKE_IMPL(cuEventCreate)(CUevent* ev, unsigned int) {
 FAKE_IMPL(cuEventRecord)(CUevent ev, CUstream) {
   count(k_cuEventRecord);
   FAKE_TRY(need_ctx());
-  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  event_marks()[ev] = g_held_seq;
+  return CUDA_SUCCESS;
+}
+
+// Completes what was held before the event's record (or everything, for an event never recorded).
+CUresult event_done(CUevent ev) {
+  if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t upto = UINT64_MAX;
+  {
+    std::lock_guard<std::mutex> lock(g_held_mu);
+    auto it = event_marks().find(ev);
+    if (it != event_marks().end()) upto = it->second;
+  }
+  run_held(upto);
+  return CUDA_SUCCESS;
 }
 
 FAKE_IMPL(cuEventSynchronize)(CUevent ev) {
   count(k_cuEventSynchronize);
-  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return event_done(ev);
 }
 
 FAKE_IMPL(cuEventQuery)(CUevent ev) {
   count(k_cuEventQuery);
-  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return event_done(ev);
 }
 
 FAKE_IMPL(cuEventDestroy_v2)(CUevent ev) {
   count(k_cuEventDestroy_v2);
-  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  event_marks().erase(ev);
+  return CUDA_SUCCESS;
 }
 
 // The stand-in has no library-managed kernels: every handle is a CUfunction.
@@ -952,6 +1055,8 @@ FAKE_IMPL(cuMemFreeHost)(void* p) {
   count(k_cuMemFreeHost);
   FAKE_TRY(need_ctx());
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  Block b;
+  if (find_block(reinterpret_cast<uintptr_t>(p), 1, &b)) check_not_held(b.base, b.base + b.size);
   return drop_block(reinterpret_cast<uintptr_t>(p), Kind::pinned, Kind::pinned) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -1124,9 +1229,9 @@ FAKE_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* s, 
 FAKE_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void* d, CUdeviceptr s, size_t n), return dtoh(d, s, n);)
 FAKE_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), return dtod(d, s, n);)
 FAKE_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* s, size_t n, CUstream),
-          return htod(d, s, n);)
+          return htod_async(d, s, n);)
 FAKE_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream),
-          return dtoh(d, s, n);)
+          return dtoh_async(d, s, n);)
 FAKE_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream),
           return dtod(d, s, n);)
 FAKE_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), return copy_2d(c);)

@@ -20,6 +20,12 @@ unsigned long fake_cuda_last_call(const char* symbol);
 // so, and cuStreamSynchronize on it fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED as the driver's.
 void fake_cuda_set_capturing(CUstream s, int on);
 
+// From now on (on = 0: no longer; held copies run then) async copies whose host side is pinned or
+// registered are held back, as a GPU's copy engine would run them later: they run at a stream,
+// context or event synchronisation (an event: the copies before its record) or at any other copy,
+// memset or launch. Freeing or unregistering pinned memory that a held copy uses aborts.
+void fake_cuda_set_defer(int on);
+
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
 // made before an interposer was loaded): cuMemFree_v2 / cuMemFreeHost accept it, the shim never saw it.
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);
