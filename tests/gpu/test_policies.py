@@ -90,3 +90,34 @@ def test_placement_rules_on_the_gpu(tmp_path_factory, shim, workdir):
     d = run.stats["decisions"]
     assert d["spilled_managed"]["calls"] == 3, d
     assert d["kept_on_device"]["calls"] >= 1, f"the capture's own allocation: {d}"
+
+
+def _skip_or_ok(run, what):
+    out = run.stdout.decode().strip()
+    if out.startswith("skip:"):
+        pytest.skip(f"{what} needs two GPUs: {out[5:].strip()}")
+    assert out == "ok", out + "\n" + run.stderr_tail()
+
+
+def test_placement_on_two_gpus(tmp_path_factory, shim, workdir):
+    """placement/two_gpus.cu: a budget per device, spill and prefetch per device, a kernel on one
+    device over the other's spilled memory, each device's free memory back after the frees."""
+    from test_copies import build
+    exe = build(tmp_path_factory, "two_gpus", folder="placement")
+    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "0:96M,1:48M", "GPUMEMSHIM_MANAGED_LIMIT": "1G"}
+    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
+    _skip_or_ok(run, "two_gpus.cu")
+    d = run.stats["decisions"]
+    assert d["spilled_managed"]["calls"] == 2, d
+    assert d["kept_on_device"]["calls"] >= 2, d
+    assert d["prefetched"]["bytes"] >= 32 << 20, f"device 1's spilled buffer once it fit: {d}"
+    assert run.stats["live_bytes_at_exit"]["managed"] == 0
+
+
+def test_torch_on_two_gpus(shim, workdir):
+    pytest.importorskip("torch")
+    script = os.path.join(HERE, "placement", "torch_two_gpus.py")
+    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "0:256M,1:128M", "GPUMEMSHIM_MANAGED_LIMIT": "2G"}
+    run = run_program([sys.executable, script], shim=shim, workdir=workdir, env_extra=env)
+    _skip_or_ok(run, "torch_two_gpus.py")
+    assert run.stats["decisions"]["spilled_managed"]["calls"] >= 2, run.stats["decisions"]

@@ -35,13 +35,28 @@ shim "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/pool   /" | tee -a "$LOG"
 shim env GPUMEMSHIM_REGISTER=off GPUMEMSHIM_HOST_POOL=off "$B/copy_bench" pageable 2>>"$LOG" | sed "s/^/staged /" | tee -a "$LOG"
 fi
 if want s2; then
-echo "== S2: PyTorch 40 MB tensors x100, three alternating rounds"
-for round in 1 2 3; do
+echo "== S2: PyTorch 40 MB tensors x100, five alternating rounds"
+for round in 1 2 3 4 5; do
   python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/driver r$round /" | tee -a "$LOG"
   shim env GPUMEMSHIM_HOST_POOL=off python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/nopool r$round /" | tee -a "$LOG"
   shim python3 $P/s2_torch.py plain 2>>"$LOG" | sed "s/^/shim   r$round /" | tee -a "$LOG"
   python3 $P/s2_torch.py pinned 2>>"$LOG" | sed "s/^/pinned r$round /" | tee -a "$LOG"
 done
+# Medians over the rounds, and the ratios the issue's targets are stated in.
+python3 - "$LOG" <<'PY'
+import json, re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(driver|nopool|shim|pinned)\s+r\d+ (\{.*\})$", line.strip())
+    if m:
+        d = json.loads(m.group(2))
+        runs.setdefault((d["what"], m.group(1)), []).append(d["gbps"])
+for what in sorted({w for w, _ in runs}):
+    med = {k: statistics.median(v) for (w, k), v in runs.items() if w == what}
+    if "driver" in med and "shim" in med and "pinned" in med:
+        print(f"S2 {what}: medians GB/s {json.dumps({k: round(v, 1) for k, v in sorted(med.items())})}; "
+              f"shim/driver {med['shim'] / med['driver']:.2f}x, shim/pinned {med['shim'] / med['pinned']:.2f}x")
+PY
 fi
 if want frameworks; then
 echo "== numpy through CuPy and numba, 1 GiB"
