@@ -155,7 +155,11 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   bool spill = cfg.policy == policy::PolicyKind::spill || req.bytes < cfg.min_size;
   switch (p.where) {
     case Where::device:
-      if (cfg.policy != policy::PolicyKind::off) s.decision(Decision::kept_on_device, req.bytes);
+      // Under spill without a budget (the default) every allocation that the card takes stays: only
+      // a budget, or a policy that converts, makes staying a decision worth counting.
+      if (cfg.policy != policy::PolicyKind::off && (cfg.limit_enforced || cfg.policy != policy::PolicyKind::spill)) {
+        s.decision(Decision::kept_on_device, req.bytes);
+      }
       break;
     case Where::managed:
       s.decision(spill ? Decision::spilled_managed : Decision::converted_managed, req.bytes);

@@ -39,6 +39,18 @@ def gpu_unavailable_reason():
     return None
 
 
+def gpu_count():
+    """How many GPUs the driver sees (0 when it cannot say)."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return 0
+        return count.value
+    except OSError:
+        return 0
+
+
 def shim_path():
     """GMS_SHIM, or the shim of the default build."""
     return os.environ.get("GMS_SHIM") or os.path.join(build_dir(), "shim", "libgpumemshim.so")

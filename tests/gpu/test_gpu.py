@@ -64,6 +64,9 @@ def _clean_env():
         if k.startswith("GPUMEMSHIM_") or k == "LD_PRELOAD":
             del env[k]
     env["GPUMEMSHIM_LOG"] = "warn"
+    # GPU safety: the default policy (spill) may create managed memory, so every run caps it; tests
+    # that place memory on purpose set their own cap.
+    env["GPUMEMSHIM_MANAGED_LIMIT"] = "16G"
     return env
 
 

@@ -114,9 +114,7 @@ _s4 = {}
 def s4_run(kind, built, shim, workdir):
     """s4_managed with 4 GiB, traced with faults: 'observe' (policy off) or 'spill' (the shim prefetches)."""
     if kind not in _s4:
-        env = {"GPUMEMSHIM_TRACE_FAULTS": "1"}
-        if kind == "spill":
-            env["GPUMEMSHIM_POLICY"] = "spill"
+        env = {"GPUMEMSHIM_TRACE_FAULTS": "1", "GPUMEMSHIM_POLICY": "off" if kind == "observe" else "spill"}
         _s4[kind] = traced([built["s4_managed"], "none", "4"], shim, workdir, env)
     return _s4[kind]
 

@@ -7,6 +7,7 @@ preload layer's stand-in driver is built, GMS_FAKE_CUDA_DIR. Run one class by
 hand with, e.g.:  GMS_TOOL=build/tools/gpumemshim ... python3 tests/tools/test_gpumemshim.py RunChildTest
 """
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -443,7 +444,12 @@ class RunTraceTest(unittest.TestCase):
             self.assertEqual(len(files), 1, files)
             path = os.path.join(d, files[0])
             lines = [l for l in r.stderr.splitlines() if "trace written" in l]
-            self.assertEqual(lines, [f"gpumemshim: trace written to {path} (2 events); see it with: "
+            # The allocation and the free, each followed by the device budget's use (policy spill);
+            # call sites are descriptions, not events.
+            with open(path) as f:
+                types = [json.loads(l)["type"] for l in f]
+            self.assertEqual([t for t in types if t != "site"], ["header", "alloc", "budget", "free", "budget", "end"])
+            self.assertEqual(lines, [f"gpumemshim: trace written to {path} (4 events); see it with: "
                                      f"gpumemshim report {path}  (--html report.html for plots)"], r.stderr)
             # Files of earlier runs that the pattern also matches are not this run's.
             old = os.path.join(d, "t-1.jsonl")

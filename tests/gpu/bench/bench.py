@@ -33,6 +33,8 @@ class BenchError(Exception):
 def env_for(shim):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMSHIM_") and k != "LD_PRELOAD"}
     env["GPUMEMSHIM_LOG"] = "warn"
+    # The cost of observing: no placement (the default, spill, adds a budget check per allocation).
+    env["GPUMEMSHIM_POLICY"] = "off"
     if shim:
         env["LD_PRELOAD"] = shim
     return env

@@ -13,7 +13,8 @@ LOG="$OUT/copies.log"
 nvcc -O2 -arch=sm_90 $P/copy_bench.cu -o "$B/copy_bench" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
 # GMS_COPY_SECTIONS: which parts to run (default all): integrity oneshot s2 frameworks
 want() { [[ " ${GMS_COPY_SECTIONS:-integrity oneshot s2 frameworks} " == *" $1 "* ]]; }
-shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_STATS="$OUT/copies-stats-%p.json" "$@"; }
+# GPU safety: the default policy (spill) may create managed memory if the card fills; capped.
+shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G GPUMEMSHIM_STATS="$OUT/copies-stats-%p.json" "$@"; }
 if want integrity; then
 echo "== integrity under the shim"
 shim "$B/copy_bench" check 2>&1 | tee -a "$LOG" | tail -2
