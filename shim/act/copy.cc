@@ -271,8 +271,9 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
 
 bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes, CUstream stream, bool async,
                       bool per_thread, CUresult* result) {
-  // Small copies gain nothing from the crew; only placement makes such memory.
-  if (bytes < (1u << 20) || passthrough() || !placement_active()) return false;
+  // Small copies gain nothing from the crew; only placement makes such memory, and while it has
+  // made none (the default policy, spill, until the card is full) no copy looks it up.
+  if (bytes < (1u << 20) || passthrough() || !placement_active() || ledger().created() == 0) return false;
   ShimScope scope;
   auto r = cuda_regions().find(static_cast<uintptr_t>(dev));
   if (!r || static_cast<uintptr_t>(dev) + bytes > r->end()) return false;
