@@ -624,6 +624,10 @@ bool flush() {
   if (g_backend && g_backend->flush_cupti) g_backend->flush_cupti(true);
   pthread_mutex_lock(&g_write_mu);
   drain_all_locked();
+  // Budgets and cache totals held back by their rate limits are part of "everything so far": a
+  // program that reads its trace after the flush finds the current values, and no line of what
+  // came before the flush turns up after it.
+  drain_locked(0, true);
   bool ok = g_state.load(std::memory_order_acquire) == kRunning;
   pthread_mutex_unlock(&g_write_mu);
   return ok;

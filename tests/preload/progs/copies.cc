@@ -120,13 +120,14 @@ int main(int argc, char** argv) {
     // The stand-in holds back async copies from and into pinned memory until a synchronisation, as
     // a copy engine would. A pageable async upload must have consumed its source when it returns,
     // and a pageable async download must have its data in place: the program reuses and reads its
-    // buffer at once. A 40 MB block (not a whole number of pages), copied again and again so that
-    // the shim registers it; both directions.
+    // buffer at once. A 40 MB mapping (not a whole number of pages; mmap, which the shim tracks
+    // under the sanitizers too), copied again and again so that the shim registers it; both
+    // directions.
     fake_cuda_set_defer(1);
     constexpr size_t B = 40000000;
     CUstream st;
     CK(cuStreamCreate(&st, 0));
-    auto* h = static_cast<unsigned char*>(std::malloc(B));
+    auto* h = static_cast<unsigned char*>(map(B));
     std::vector<unsigned char> want(B);
     for (uint32_t i = 0; i < 4; ++i) {
       fill(h, B, 70 + i);
@@ -141,7 +142,7 @@ int main(int argc, char** argv) {
       CK(cuMemcpyDtoHAsync(h, g_dev, B, st));
       CHECK(same(h, device_bytes(), B));  // read at once, no synchronisation
     }
-    std::free(h);  // the shim's registration goes first; no held copy may still use it
+    CHECK(munmap(h, B) == 0);  // the shim's registration goes first; no held copy may still use it
     if (g_shim && !(mode && std::strcmp(mode, "off") == 0)) CHECK(regs() > 0);  // the registered path was taken
     fake_cuda_set_defer(0);
     CK(cuStreamDestroy(st));
