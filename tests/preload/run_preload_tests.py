@@ -8,7 +8,8 @@ Each test runs one of the programs in progs/ with
 and compares the statistics the shim wrote with what the program is known to have done, exactly:
 every family's calls/bytes/errors, copies by direction and by host memory kind, launches, peak and
 exit live bytes per memory kind, anomalies. Sections this runner does not know (added to the shim
-later) must be all zero for these programs, which run with the default policy (off).
+later) must be all zero for these programs, which run with the default policy (spill) and no
+device budget: nothing is placed, so no decision is counted.
 
 The programs check their own data and that each call reached the stand-in driver's implementation
 exactly once; they exit non-zero otherwise. The expected statistics are built below by replaying
