@@ -166,19 +166,34 @@ size_t upload_tail(const HostCopy& c) {
   return std::min(kTail, c.bytes / 8);
 }
 
+// An event of the shim's own, recorded on `s` when made: wait() returns once the work queued there
+// before it is done. Destroyed with the object.
+class StreamMark {
+ public:
+  explicit StreamMark(CUstream s)
+      : status_(call_real(GMS_REAL(cuEventCreate), &ev_, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING))) {
+    if (status_ == CUDA_SUCCESS) status_ = call_real(GMS_REAL(cuEventRecord), ev_, s);
+  }
+  ~StreamMark() {
+    if (ev_) call_real(GMS_REAL(cuEventDestroy_v2), ev_);
+  }
+  StreamMark(const StreamMark&) = delete;
+  StreamMark& operator=(const StreamMark&) = delete;
+  CUresult status() const { return status_; }
+  CUresult wait() const { return status_ == CUDA_SUCCESS ? call_real(GMS_REAL(cuEventSynchronize), ev_) : status_; }
+
+ private:
+  CUevent ev_ = nullptr;
+  CUresult status_;
+};
+
 // The bytes [off, c.bytes) of an upload whose earlier part is queued on `s`: through staging, then
 // wait for the earlier part. Nullopt when staging is busy with another copy (nothing was done).
 std::optional<CUresult> stage_tail(const HostCopy& c, size_t off, CUstream s) {
-  CUevent ev = nullptr;
-  if (call_real(GMS_REAL(cuEventCreate), &ev, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
-    return std::nullopt;
-  }
-  std::optional<CUresult> r;
-  if (call_real(GMS_REAL(cuEventRecord), ev, s) == CUDA_SUCCESS) {
-    r = try_staged_htod(c.dev + off, static_cast<const char*>(c.host) + off, c.bytes - off, s);
-    if (r && *r == CUDA_SUCCESS) r = call_real(GMS_REAL(cuEventSynchronize), ev);  // the rest has been read
-  }
-  call_real(GMS_REAL(cuEventDestroy_v2), ev);
+  StreamMark rest(s);
+  if (rest.status() != CUDA_SUCCESS) return std::nullopt;
+  std::optional<CUresult> r = try_staged_htod(c.dev + off, static_cast<const char*>(c.host) + off, c.bytes - off, s);
+  if (r && *r == CUDA_SUCCESS) r = rest.wait();  // the rest has been read
   if (r && *r == CUDA_SUCCESS) runtime_stats().decision(Decision::tail_staged, c.bytes - off);
   return r;
 }
@@ -289,14 +304,7 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   // Ordered after exactly the work the copy would have waited for: an event recorded on the copy's
   // own stream (synchronous copies: the default stream of the call's kind) completes when that work
   // does, the implicit waits between the legacy default stream and blocking streams included.
-  CUstream on = effective(async ? stream : nullptr, per_thread);
-  CUevent ev = nullptr;
-  CUresult e = call_real(GMS_REAL(cuEventCreate), &ev, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING));
-  if (e == CUDA_SUCCESS) {
-    e = call_real(GMS_REAL(cuEventRecord), ev, on);
-    if (e == CUDA_SUCCESS) e = call_real(GMS_REAL(cuEventSynchronize), ev);
-    call_real(GMS_REAL(cuEventDestroy_v2), ev);
-  }
+  CUresult e = StreamMark(effective(async ? stream : nullptr, per_thread)).wait();
   if (e != CUDA_SUCCESS) {
     *result = e;
     return true;
