@@ -79,14 +79,25 @@ def test_framework_under_policy(fw, policy, shim, workdir):
     check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir, budget)
 
 
+def _placement_program(tmp_path_factory, name):
+    from test_copies import build
+    return build(tmp_path_factory, name, folder="placement")
+
+
+def _placement_ok(argv, shim, workdir, device_limit, managed_limit):
+    """Runs a placement test program under policy spill with the budget and cap given; it must
+    print "ok" (else what it printed is the failure)."""
+    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": device_limit,
+           "GPUMEMSHIM_MANAGED_LIMIT": managed_limit}
+    run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
+    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    return run
+
+
 def test_placement_rules_on_the_gpu(tmp_path_factory, shim, workdir):
     """placement/rules.cu: pointer attributes and IPC on spilled memory, a stream capture that uses,
     allocates and frees spilled memory, and a stream-ordered free right after a kernel."""
-    from test_copies import build
-    exe = build(tmp_path_factory, "rules", folder="placement")
-    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "64M", "GPUMEMSHIM_MANAGED_LIMIT": "1G"}
-    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
-    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    run = _placement_ok([_placement_program(tmp_path_factory, "rules")], shim, workdir, "64M", "1G")
     d = run.stats["decisions"]
     assert d["spilled_managed"]["calls"] == 3, d
     assert d["kept_on_device"]["calls"] >= 1, f"the capture's own allocation: {d}"
@@ -102,11 +113,7 @@ def test_placement_on_two_gpus(tmp_path_factory, shim, workdir):
     """placement/two_gpus.cu: a budget per device, spill and prefetch per device, a kernel on one
     device over the other's spilled memory, each device's free memory back after the frees."""
     _two_gpus()
-    from test_copies import build
-    exe = build(tmp_path_factory, "two_gpus", folder="placement")
-    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "0:96M,1:48M", "GPUMEMSHIM_MANAGED_LIMIT": "1G"}
-    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
-    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    run = _placement_ok([_placement_program(tmp_path_factory, "two_gpus")], shim, workdir, "0:96M,1:48M", "1G")
     d = run.stats["decisions"]
     assert d["spilled_managed"]["calls"] == 2, d
     assert d["kept_on_device"]["calls"] >= 2, d
@@ -118,7 +125,5 @@ def test_torch_on_two_gpus(shim, workdir):
     _two_gpus()
     pytest.importorskip("torch")
     script = os.path.join(HERE, "placement", "torch_two_gpus.py")
-    env = {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "0:256M,1:128M", "GPUMEMSHIM_MANAGED_LIMIT": "2G"}
-    run = run_program([sys.executable, script], shim=shim, workdir=workdir, env_extra=env)
-    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    run = _placement_ok([sys.executable, script], shim, workdir, "0:256M,1:128M", "2G")
     assert run.stats["decisions"]["spilled_managed"]["calls"] >= 2, run.stats["decisions"]
