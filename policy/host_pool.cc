@@ -22,6 +22,12 @@ HostPool::Grant HostPool::acquire(uint64_t bytes) {
   uint64_t most = need + static_cast<uint64_t>(static_cast<double>(need) * cfg_.slack);
   auto fit = by_size_.lower_bound(need);
   if (fit != by_size_.end() && fit->first <= most) {
+    // Of the blocks of that size, the one freed last: a program that frees a buffer and makes
+    // another (.cpu(), asnumpy() in a loop) gets the same block back each time, with its pages in
+    // cache and its registration, whose cost its copies so far have paid for. Handing out the
+    // oldest instead would cycle through every cached block of the size, each copied too seldom
+    // to be registered.
+    fit = std::prev(by_size_.upper_bound(fit->first));
     uint64_t addr = fit->second;
     Block& b = blocks_[addr];
     by_size_.erase(fit);

@@ -74,6 +74,29 @@ TEST(HostPool, AFreedBlockServesTheSameSizeAgainWithItsTag) {
   EXPECT_EQ(p.cached_bytes(), 0u);
 }
 
+TEST(HostPool, OfBlocksOfOneSizeTheLastFreedServesFirst) {
+  HostPool p = make(256 * MiB);
+  auto a = p.acquire(40 * MiB);
+  auto b = p.acquire(40 * MiB);
+  auto c = p.acquire(40 * MiB);
+  p.release(a.addr);
+  p.release(c.addr);
+  p.release(b.addr);
+  EXPECT_EQ(p.acquire(40 * MiB).addr, b.addr);
+  EXPECT_EQ(p.acquire(40 * MiB).addr, c.addr);
+  auto again = p.acquire(40 * MiB);
+  EXPECT_EQ(again.addr, a.addr);
+  // A loop that frees its buffer and makes another gets the same block back each time, with
+  // other blocks of the size cached from before.
+  p.release(b.addr);
+  p.release(c.addr);
+  for (int i = 0; i < 3; ++i) {
+    p.release(again.addr);
+    again = p.acquire(40 * MiB);
+    EXPECT_EQ(again.addr, a.addr) << i;
+  }
+}
+
 TEST(HostPool, ReleaseOfUnknownOrCachedAddressesFails) {
   HostPool p = make(64 * MiB);
   auto a = p.acquire(2 * MiB);
