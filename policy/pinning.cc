@@ -6,7 +6,7 @@ namespace {
 double seconds(uint64_t bytes, double gbps) { return static_cast<double>(bytes) / (gbps * 1e9); }
 
 double pageable_seconds(const CopyCosts& c, uint64_t bytes) {
-  return seconds(bytes, bytes <= (64ull << 20) ? c.pageable_small_gbps : c.pageable_large_gbps);
+  return seconds(bytes, bytes <= c.small_copy_bytes ? c.pageable_small_gbps : c.pageable_large_gbps);
 }
 
 }  // namespace
@@ -30,7 +30,7 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
   double best = pageable_seconds(c, r.bytes);
   CopyPath path = CopyPath::driver;
   if (r.may_stage && r.bytes >= c.stage_min_bytes) {
-    double staged = seconds(r.bytes, r.bytes <= (64ull << 20) ? c.staged_small_gbps : c.staged_large_gbps);
+    double staged = seconds(r.bytes, r.bytes <= c.small_copy_bytes ? c.staged_small_gbps : c.staged_large_gbps);
     if (staged < best) best = staged, path = CopyPath::staged;
   }
   if (mode != RegisterMode::off && r.block_known && r.fits_cache) {
@@ -41,15 +41,19 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
                  seconds(r.block_bytes, touched ? c.register_touched_gbps : c.register_untouched_gbps);
     // A block copied again and again is likely to be copied again: its registration is spread
     // over the copies seen so far, this one included. A pool block's registration outlives its
-    // owner: once a block has come back and been copied into again (.cpu(), asnumpy() into a new
-    // buffer each time, where the driver and staging both pay the first touch of every page), it
-    // is spread over the next few owners' copies as well. A fresh block may never come back, and
-    // registering its untouched pages costs ten times a staged copy: the ordinary rule holds
-    // there, and for copies out of a block, which staging serves at close to the link's speed.
+    // owner, so it is spread over the next few owners' copies as well:
+    // - at once for a copy out of a block of up to 64 MiB: its pages are touched (2 ms for
+    //   40 MB) and staging runs at only 20 GB/s there; a tensor uploaded again and again, as in
+    //   S2, runs at pinned speed from its second copy. Larger ones stage at 33 GB/s or more:
+    //   registering them at once would lose 46 ms per GiB on this copy for owners that may
+    //   never come (numba's to_device of four fresh 1 GiB arrays: 24 GB/s, staged 28 to 33);
+    // - for a copy into the block once it has come back and been copied into again (.cpu(),
+    //   asnumpy() into a new buffer each time, where the driver and staging both pay the first
+    //   touch of every page). A fresh destination may never come back, and registering its
+    //   untouched pages costs ten times a staged copy.
     double copies = 1.0 + r.earlier_copies;
-    if (r.recycled && !r.host_is_source && r.earlier_copies > 0 && copies < c.recycled_copies) {
-      copies = c.recycled_copies;
-    }
+    bool for_owners = r.host_is_source ? r.block_bytes <= c.small_copy_bytes : r.earlier_copies > 0;
+    if (r.recycled && for_owners && copies < c.recycled_copies) copies = c.recycled_copies;
     double registered = reg / copies + seconds(r.bytes, c.pinned_gbps);
     if (registered < best) path = CopyPath::register_block;
   }

@@ -16,6 +16,7 @@
 namespace gms::policy {
 
 struct CopyCosts {
+  uint64_t small_copy_bytes = 64ull << 20;  // "small" below: the slower rates of each way
   double pageable_small_gbps = 10.8;  // copies up to 64 MiB
   double pageable_large_gbps = 7.4;
   double pinned_gbps = 55.0;
