@@ -55,6 +55,8 @@ State& state() {
   return *s;
 }
 std::atomic<uint64_t> g_registrations{0};  // the fast "none at all" check of the invalidation hooks
+// Registrations the shim started, ever (see copy_pageable: a copy the driver takes meanwhile).
+std::atomic<uint64_t> g_register_starts{0};
 
 policy::RegisterMode register_mode() {
   switch (options().register_mode) {
@@ -116,6 +118,7 @@ bool enroll(State& s, const Region& block, uintptr_t lo, uintptr_t hi) {
   // A read-only file mapping (np.load(mmap_mode='r')) can only be registered read-only.
   bool read_only = block.origin == Origin::mmap_file && !(block.flags & PROT_WRITE);
   unsigned flags = CU_MEMHOSTREGISTER_PORTABLE | (read_only ? CU_MEMHOSTREGISTER_READ_ONLY : 0u);
+  g_register_starts.fetch_add(1);
   uint64_t t0 = trace::monotonic_ns();
   CUresult r = call_real(GMS_REAL(cuMemHostRegister_v2), reinterpret_cast<void*>(lo), hi - lo, flags);
   uint64_t took = trace::monotonic_ns() - t0;
@@ -264,6 +267,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
     s.cache.touch(block->serial);
     st.decision(Decision::cache_hit, c.bytes);
   }
+  uint64_t starts = g_register_starts.load();  // under the lock: before any registration of the block
   lock.unlock();
   switch (path) {
     case policy::CopyPath::registered:
@@ -281,7 +285,15 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
     case policy::CopyPath::driver:
       break;
   }
-  return ordinary(ctx);
+  // Another thread may register this block while the driver takes the copy, and a driver that
+  // finds the block pinned when it looks queues an async copy and returns before its DMA ends,
+  // which a pageable copy never does: a registration started since this copy was decided is
+  // waited out.
+  CUresult r = ordinary(ctx);
+  if (r == CUDA_SUCCESS && c.async && inside && g_register_starts.load() != starts) {
+    r = StreamMark(effective(c.stream, c.per_thread)).wait();
+  }
+  return r;
 }
 
 bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes, CUstream stream, bool async,

@@ -637,6 +637,15 @@ class PreloadCopies(PreloadCase):
         self.run_program("copies", "--async-contract", env={"GPUMEMSHIM_REGISTER": "off"})
         self.run_program("copies", "--async-contract", shim=False)
 
+    def test_a_registration_racing_a_copy_the_driver_takes(self):
+        # Another thread's copies make the shim register a block while the driver takes an async
+        # download into it: the download must still return with its data in place.
+        for mode in ("auto", "always"):
+            with self.subTest(mode=mode):
+                d = self.decisions(self.run_program("copies", "--racing-registration", env={"GPUMEMSHIM_REGISTER": mode}))
+                self.assertGreater(d["registered"]["calls"], 0)
+        self.run_program("copies", "--racing-registration", shim=False)
+
     def test_without_the_shim(self):
         self.run_program("copies", shim=False)
 

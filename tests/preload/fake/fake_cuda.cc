@@ -361,8 +361,12 @@ CUresult dtoh(void* d, CUdeviceptr s, size_t n) {
   return copy(d, dp(s), n);
 }
 
+std::atomic<void (*)(void*)> g_before_async{nullptr};
+void* g_before_async_arg = nullptr;
+
 // An async copy: held back when deferral is on and its host side starts in pinned or registered memory.
 CUresult async_copy(void* dst, const void* src, size_t n, const void* host, CUdeviceptr dev) {
+  if (auto fn = g_before_async.exchange(nullptr)) fn(g_before_async_arg);
   Block b;
   // As the driver does, the start of the host range decides.
   if (!g_defer.load() || n == 0 || !find_block(reinterpret_cast<uintptr_t>(host), 1, &b) ||
@@ -601,6 +605,11 @@ FAKE_EXPORT unsigned long fake_cuda_last_call(const char* symbol) {
 
 FAKE_EXPORT void fake_cuda_set_capturing(CUstream s, int on) {
   g_capturing.store(on ? s : reinterpret_cast<CUstream>(~uintptr_t{0}), std::memory_order_relaxed);
+}
+
+FAKE_EXPORT void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg) {
+  g_before_async_arg = arg;
+  g_before_async.store(fn);
 }
 
 FAKE_EXPORT void fake_cuda_set_defer(int on) {

@@ -26,6 +26,11 @@ void fake_cuda_set_capturing(CUstream s, int on);
 // memset or launch. Freeing or unregistering pinned memory that a held copy uses aborts.
 void fake_cuda_set_defer(int on);
 
+// The next async copy (host to device or back) calls fn(arg) first, before it looks at the host
+// memory: a test's way to make something happen between an interposer's decision and the driver's
+// look. Once only.
+void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg);
+
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
 // made before an interposer was loaded): cuMemFree_v2 / cuMemFreeHost accept it, the shim never saw it.
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);

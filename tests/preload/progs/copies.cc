@@ -116,6 +116,52 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (preload::has_arg(argc, argv, "--racing-registration")) {
+    // Thread A's async download into a 2 MiB mapping goes the driver's way (a first copy, below
+    // the staging minimum); between the shim's decision and the driver's look at the memory,
+    // thread B's copies of the same mapping make the shim register it. The driver then takes A's
+    // copy as a pinned one and runs it later (the stand-in holds it back): A's call must still
+    // return with the data in place, as it would from pageable memory.
+    fake_cuda_set_defer(1);
+    constexpr size_t B = 2 * MiB;
+    struct Race {
+      unsigned char* h;
+      unsigned long regs_before;
+      bool registered = false;
+    };
+    static Race race;
+    race.h = static_cast<unsigned char*>(map(B));
+    race.regs_before = regs();
+    std::memset(race.h, 0, B);
+    fill(device_bytes(), B, 130);
+    CUstream st;
+    CK(cuStreamCreate(&st, 0));
+    fake_cuda_before_next_async_copy(
+        [](void*) {
+          std::thread b([] {
+            CUdevice d;
+            CUcontext c;
+            CUdeviceptr other;
+            if (cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, d) || cuCtxSetCurrent(c) || cuMemAlloc(&other, B)) return;
+            for (int i = 0; i < 4; ++i) (void)cuMemcpyHtoD(other, race.h, B);  // copied again and again: registered
+            race.registered = regs() > race.regs_before;
+            (void)cuMemFree(other);
+          });
+          b.join();
+        },
+        nullptr);
+    CK(cuMemcpyDtoHAsync(race.h, g_dev, B, st));
+    CHECK(same(race.h, device_bytes(), B));  // read at once, no synchronisation
+    if (g_shim && !(mode && std::strcmp(mode, "off") == 0)) CHECK(race.registered);  // the race was run
+    CK(cuStreamSynchronize(st));
+    CHECK(munmap(race.h, B) == 0);
+    fake_cuda_set_defer(0);
+    CK(cuStreamDestroy(st));
+    CK(cuMemFree(g_dev));
+    std::printf("copies ok\n");
+    return 0;
+  }
+
   if (preload::has_arg(argc, argv, "--async-contract")) {
     // The stand-in holds back async copies from and into pinned memory until a synchronisation, as
     // a copy engine would. A pageable async upload must have consumed its source when it returns,
