@@ -330,6 +330,22 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   return true;
 }
 
+namespace {
+bool in_pinned(const void* p, size_t bytes) {
+  auto r = cuda_regions().find(reinterpret_cast<uintptr_t>(p));
+  return r && r->kind == MemKind::pinned_host && reinterpret_cast<uintptr_t>(p) + bytes <= r->end();
+}
+}  // namespace
+
+bool copy_by_crew(void* dst, const void* src, size_t bytes) {
+  if (bytes < kCrewCopyMin || in_shim() || passthrough() || !options().stage.value) return false;
+  ShimScope scope;
+  if (!in_pinned(dst, bytes) && !in_pinned(src, bytes)) return false;
+  if (!try_crew_memcpy(dst, src, bytes)) return false;
+  runtime_stats().decision(Decision::memcpy_crew, bytes);
+  return true;
+}
+
 void host_range_going(uintptr_t lo, uintptr_t hi) {
   if (g_registrations.load(std::memory_order_relaxed) == 0) return;
   ShimScope scope;

@@ -36,6 +36,13 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
 bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes, CUstream stream, bool async,
                       bool per_thread, CUresult* result);
 
+// A memcpy or memmove (non-overlapping) of at least kCrewCopyMin bytes to or from pinned memory
+// the program got from CUDA is split across the copy crew: a framework filling its pinned staging
+// buffer (CuPy's asarray copies a NumPy array into its pinned pool with one memmove) does so at
+// several times one thread's speed. False, having done nothing, otherwise.
+constexpr size_t kCrewCopyMin = 16u << 20;
+bool copy_by_crew(void* dst, const void* src, size_t bytes);
+
 // At load: fork handlers (a child keeps none of the parent's registrations).
 void copy_init();
 

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -98,6 +99,18 @@ Engine& engine() {
   return *e;
 }
 
+// Caller holds e.mu. The crew, started on first use; nullptr in a fork child of the process that
+// started it, which has none of its threads.
+CopyCrew* crew(Engine& e) {
+  static pid_t started_in = 0;
+  if (!e.crew) {
+    unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+    e.crew = new CopyCrew(static_cast<int>(std::min(7u, cores / 2)));
+    started_in = getpid();
+  }
+  return started_in == getpid() ? e.crew : nullptr;
+}
+
 // Caller holds e.mu. Buffers are portable pinned memory (usable from every context); events are
 // per context. Returns the events of the current context, or nullptr when staging is unavailable.
 std::vector<CUevent>* ready(Engine& e) {
@@ -110,9 +123,8 @@ std::vector<CUevent>* ready(Engine& e) {
         return nullptr;
       }
     }
-    unsigned cores = std::max(2u, std::thread::hardware_concurrency());
-    e.crew = new CopyCrew(static_cast<int>(std::min(7u, cores / 2)));
   }
+  if (!crew(e)) return nullptr;
   CUcontext ctx = nullptr;
   if (call_real(GMS_REAL(cuCtxGetCurrent), &ctx) != CUDA_SUCCESS || !ctx) return nullptr;
   auto& evs = e.events[ctx];
@@ -198,6 +210,17 @@ bool crew_memcpy(void* dst, const void* src, size_t bytes) {
   std::lock_guard lock(e.mu);
   if (!ready(e)) return false;
   e.crew->copy(dst, src, bytes);
+  return true;
+}
+
+bool try_crew_memcpy(void* dst, const void* src, size_t bytes) {
+  ShimScope scope;
+  Engine& e = engine();
+  std::unique_lock lock(e.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  CopyCrew* c = crew(e);
+  if (!c) return false;
+  c->copy(dst, src, bytes);
   return true;
 }
 

@@ -22,5 +22,8 @@ CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
 // A memcpy between two host buffers by the copy crew (several threads). False when the crew
 // cannot be had (then nothing was copied).
 bool crew_memcpy(void* dst, const void* src, size_t bytes);
+// As crew_memcpy without waiting for another staged copy, and with no CUDA call: false, having
+// done nothing, when the crew is busy (or is its parent's, in a fork child).
+bool try_crew_memcpy(void* dst, const void* src, size_t bytes);
 
 }  // namespace gms::act

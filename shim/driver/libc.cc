@@ -69,7 +69,9 @@ thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false
   X(mmap, void*, (void*, size_t, int, int, int, off_t)) \
   X(munmap, int, (void*, size_t))                       \
   X(mremap, void*, (void*, size_t, size_t, int, ...))   \
-  X(madvise, int, (void*, size_t, int))
+  X(madvise, int, (void*, size_t, int))                 \
+  X(memcpy, void*, (void*, const void*, size_t))        \
+  X(memmove, void*, (void*, const void*, size_t))
 
 #define GMS_SLOT(name, ret, params) \
   using name##_fn = ret(*) params;  \
@@ -175,5 +177,23 @@ void* mremap(void* old, size_t old_len, size_t new_len, int flags, void* new_add
   return real_mremap()(old, old_len, new_len, flags, new_addr);
 }
 int madvise(void* addr, size_t len, int advice) { return real_madvise()(addr, len, advice); }
+
+// While dlsym resolves (it may copy), byte by byte; volatile, so the compiler cannot turn the
+// loop back into a call of memcpy, which is the shim's own.
+void* memmove(void* dst, const void* src, size_t n) {
+  if (auto f = real_memmove()) return f(dst, src, n);
+  auto* d = static_cast<volatile unsigned char*>(dst);
+  auto* s = static_cast<const volatile unsigned char*>(src);
+  if (d < s) {
+    for (size_t i = 0; i < n; ++i) d[i] = s[i];
+  } else {
+    for (size_t i = n; i > 0; --i) d[i - 1] = s[i - 1];
+  }
+  return dst;
+}
+void* memcpy(void* dst, const void* src, size_t n) {
+  if (auto f = real_memcpy()) return f(dst, src, n);
+  return memmove(dst, src, n);
+}
 
 }  // namespace gms::libc

@@ -21,6 +21,8 @@ void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 int munmap(void* addr, size_t len);
 void* mremap(void* old, size_t old_len, size_t new_len, int flags, void* new_addr);
 int madvise(void* addr, size_t len, int advice);
+void* memcpy(void* dst, const void* src, size_t n);
+void* memmove(void* dst, const void* src, size_t n);
 
 // The real dlsym (GLIBC_2.34, else GLIBC_2.2.5), never our override.
 void* dlsym(void* handle, const char* name);

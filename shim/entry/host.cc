@@ -154,6 +154,19 @@ GMS_EXPORT void* memalign(size_t align, size_t n) {
   return p;
 }
 
+// Large copies to or from CUDA pinned memory go to the copy crew (act/copy.h: copy_by_crew).
+GMS_EXPORT void* memcpy(void* dst, const void* src, size_t n) {
+  if (__builtin_expect(n >= act::kCrewCopyMin, 0) && act::copy_by_crew(dst, src, n)) return dst;
+  return libc::memcpy(dst, src, n);
+}
+GMS_EXPORT void* memmove(void* dst, const void* src, size_t n) {
+  if (__builtin_expect(n >= act::kCrewCopyMin, 0)) {
+    uintptr_t d = addr(dst), s = addr(src);
+    if ((d + n <= s || s + n <= d) && act::copy_by_crew(dst, src, n)) return dst;
+  }
+  return libc::memmove(dst, src, n);
+}
+
 GMS_EXPORT size_t malloc_usable_size(void* p) {
   if (act::pool::owns(p)) return act::pool::usable(p);
   return libc::malloc_usable_size(p);

@@ -637,6 +637,14 @@ class PreloadCopies(PreloadCase):
         self.run_program("copies", "--async-contract", env={"GPUMEMSHIM_REGISTER": "off"})
         self.run_program("copies", "--async-contract", shim=False)
 
+    def test_large_copies_to_and_from_pinned_memory_use_the_copy_threads(self):
+        d = self.decisions(self.run_program("copies", "--pinned-memcpy"))
+        # Under a sanitizer its runtime owns memcpy and memmove, as it owns malloc.
+        self.assertEqual(d["memcpy_crew"]["calls"], 0 if Config.shadowed_malloc() else 2)
+        d = self.decisions(self.run_program("copies", "--pinned-memcpy", env={"GPUMEMSHIM_STAGE": "off"}))
+        self.assertEqual(d["memcpy_crew"]["calls"], 0)
+        self.run_program("copies", "--pinned-memcpy", shim=False)
+
     def test_a_registration_racing_a_copy_the_driver_takes(self):
         # Another thread's copies make the shim register a block while the driver takes an async
         # download into it: the download must still return with its data in place.

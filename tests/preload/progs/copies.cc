@@ -6,6 +6,8 @@
 // The stand-in counts the calls that reached cuMemHostRegister_v2 / cuMemHostUnregister, so the
 // program checks the shim's registrations itself; the runner checks the shim's statistics.
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <thread>
@@ -111,6 +113,37 @@ int main(int argc, char** argv) {
     CHECK(same(a.data(), b.data(), S - 8192));
     CK(cuStreamDestroy(st));
     CK(cuMemFree(sp));
+    CK(cuMemFree(g_dev));
+    std::printf("copies ok\n");
+    return 0;
+  }
+
+  if (preload::has_arg(argc, argv, "--pinned-memcpy")) {
+    // Large memcpy/memmove to and from CUDA pinned memory (the shim splits them across its copy
+    // threads), overlapping memmove within it, and a fork child copying into it: every byte.
+    constexpr size_t P = 40 * MiB + 123;
+    void* pinned = nullptr;
+    CK(cuMemHostAlloc(&pinned, P, 0));
+    auto* pin = static_cast<unsigned char*>(pinned);
+    auto* a = static_cast<unsigned char*>(map(P));
+    auto* b = static_cast<unsigned char*>(map(P));
+    fill(a, P, 140);
+    std::memcpy(pin, a, P);
+    CHECK(same(pin, a, P));
+    std::memmove(b, pin, P);
+    CHECK(same(b, a, P));
+    std::memmove(pin + 4096, pin, P - 4096);  // overlapping: as libc's
+    CHECK(same(pin + 4096, a, P - 4096));
+    fill(a, P, 141);
+    pid_t child = fork();
+    if (child == 0) {
+      std::memcpy(pin, a, P);  // the parent's copy threads are not here
+      _exit(same(pin, a, P) ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CK(cuMemFreeHost(pinned));
+    CHECK(munmap(a, P) == 0 && munmap(b, P) == 0);
     CK(cuMemFree(g_dev));
     std::printf("copies ok\n");
     return 0;
