@@ -38,6 +38,7 @@ class CopyCrew {
     width_ = helpers + 1;
   }
 
+  // src == nullptr: the first touch of dst's pages instead (a zero written to each 4 KiB page).
   void copy(void* dst, const void* src, size_t n) {
     std::unique_lock lock(mu_);
     dst_ = static_cast<char*>(dst);
@@ -57,7 +58,12 @@ class CopyCrew {
     // Slices on 4 KiB boundaries, so no two threads write one page.
     size_t per = ((n_ / width_) + 4095) & ~size_t{4095};
     size_t lo = per * i, hi = std::min(n_, lo + per);
-    if (lo < hi) std::memcpy(dst_ + lo, src_ + lo, hi - lo);
+    if (lo >= hi) return;
+    if (src_) {
+      std::memcpy(dst_ + lo, src_ + lo, hi - lo);
+    } else {
+      for (size_t o = lo; o < hi; o += 4096) static_cast<volatile char*>(dst_)[o] = 0;
+    }
   }
 
   void run(int i) {

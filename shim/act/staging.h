@@ -23,7 +23,8 @@ CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
 // cannot be had (then nothing was copied).
 bool crew_memcpy(void* dst, const void* src, size_t bytes);
 // As crew_memcpy without waiting for another staged copy, and with no CUDA call: false, having
-// done nothing, when the crew is busy (or is its parent's, in a fork child).
+// done nothing, when the crew is busy (or is its parent's, in a fork child). src == nullptr: the
+// first touch of fresh memory's pages instead (a zero written to each 4 KiB page).
 bool try_crew_memcpy(void* dst, const void* src, size_t bytes);
 
 }  // namespace gms::act

@@ -52,6 +52,7 @@ namespace gms {
   X(tail_staged, "registered async uploads whose last part went through staging, to return sooner") \
   X(copy_on_host, "copies to or from memory the shim placed on the host, by host threads")     \
   X(memcpy_crew, "large memcpy/memmove calls to or from CUDA pinned memory, split across the copy threads") \
+  X(host_alloc_fast, "large pinned host allocations the shim made: pages touched by the copy threads, then registered") \
   X(registered, "host blocks the shim registered (pinned)")                                    \
   X(unregistered, "registrations the shim dropped")                                            \
   X(cache_hit, "copies that found their block registered")                                     \

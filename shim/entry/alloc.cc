@@ -1,5 +1,6 @@
 // Allocation, free, host pinning and VMM entry points.
 #include "act/copy.h"
+#include "act/host_alloc.h"
 #include "act/placement.h"
 #include "act/residency.h"
 #include "common.h"
@@ -105,7 +106,8 @@ GMS_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   GMS_NESTED(cuMemHostAlloc, pp, bytes, flags);
-  CUresult r = call_real(GMS_REAL(cuMemHostAlloc), pp, bytes, flags);
+  CUresult r = CUDA_SUCCESS;
+  if (!act::fast_host_alloc(pp, bytes, flags, &r)) r = call_real(GMS_REAL(cuMemHostAlloc), pp, bytes, flags);
   observe::region_alloc(Family::host_alloc, ok(r), ok(r) && pp ? addr(*pp) : 0, bytes, MemKind::pinned_host,
                         Origin::cuMemHostAlloc, -1, flags);
   return r;
@@ -113,7 +115,8 @@ GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) 
 
 GMS_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
   GMS_NESTED(cuMemAllocHost_v2, pp, bytes);
-  CUresult r = call_real(GMS_REAL(cuMemAllocHost_v2), pp, bytes);
+  CUresult r = CUDA_SUCCESS;
+  if (!act::fast_host_alloc(pp, bytes, 0, &r)) r = call_real(GMS_REAL(cuMemAllocHost_v2), pp, bytes);
   observe::region_alloc(Family::host_alloc, ok(r), ok(r) && pp ? addr(*pp) : 0, bytes, MemKind::pinned_host,
                         Origin::cuMemAllocHost, -1, 0);
   return r;
@@ -122,7 +125,8 @@ GMS_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
 GMS_EXPORT CUresult cuMemFreeHost(void* p) {
   GMS_NESTED(cuMemFreeHost, p);
   auto released = observe::region_release(addr(p));  // before the driver can reuse the address
-  CUresult r = call_real(GMS_REAL(cuMemFreeHost), p);
+  CUresult r = CUDA_SUCCESS;
+  if (!act::fast_host_free(p, &r)) r = call_real(GMS_REAL(cuMemFreeHost), p);
   observe::region_released(Family::host_free, ok(r), addr(p), released);
   return r;
 }
@@ -140,7 +144,10 @@ GMS_HOST_REGISTER(cuMemHostRegister_v2)
 
 GMS_EXPORT CUresult cuMemHostUnregister(void* p) {
   GMS_NESTED(cuMemHostUnregister, p);
-  CUresult r = call_real(GMS_REAL(cuMemHostUnregister), p);
+  // Pinned memory the shim made for cuMemHostAlloc is allocated memory to the program, which the
+  // driver refuses to unregister.
+  CUresult r = act::fast_host_block(p) ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
+                                       : call_real(GMS_REAL(cuMemHostUnregister), p);
   observe::host_unregister(ok(r), addr(p));
   return r;
 }

@@ -118,6 +118,38 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (preload::has_arg(argc, argv, "--host-alloc")) {
+    // Large pinned allocations, which the shim makes itself (pages touched by its copy threads,
+    // then registered): usable as the driver's, mapped, refused to cuMemHostUnregister, freed
+    // with cuMemFreeHost; write-combined ones are the driver's.
+    unsigned long r0 = regs(), u0 = unregs();
+    void* p = nullptr;
+    constexpr size_t A = 64 * MiB + 5;
+    CK(cuMemHostAlloc(&p, A, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    auto* h = static_cast<unsigned char*>(p);
+    fill(h, A, 150);
+    CUdeviceptr mapped = 0;
+    CK(cuMemHostGetDevicePointer(&mapped, p, 0));
+    CHECK(mapped == reinterpret_cast<CUdeviceptr>(p));
+    CK(cuMemcpyHtoD(g_dev, h, 2 * N < A ? 2 * N : A));
+    CHECK(same(device_bytes(), h, 2 * N < A ? 2 * N : A));
+    CHECK(cuMemHostUnregister(p) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);  // allocated, not registered
+    void* q = nullptr;
+    CK(cuMemAllocHost(&q, 64 * MiB));
+    std::memset(q, 7, 64 * MiB);
+    void* wc = nullptr;
+    CK(cuMemHostAlloc(&wc, 64 * MiB, CU_MEMHOSTALLOC_WRITECOMBINED));
+    CK(cuMemFreeHost(wc));
+    CK(cuMemFreeHost(q));
+    CK(cuMemFreeHost(p));
+    bool shim_made = g_shim && !(std::getenv("GPUMEMSHIM_STAGE") && std::strcmp(std::getenv("GPUMEMSHIM_STAGE"), "off") == 0);
+    // Unregistrations: the shim's two frees, or the program's refused call reaching the driver.
+    CHECK(regs() - r0 == (shim_made ? 2u : 0u) && unregs() - u0 == (shim_made ? 2u : 1u));
+    CK(cuMemFree(g_dev));
+    std::printf("copies ok\n");
+    return 0;
+  }
+
   if (preload::has_arg(argc, argv, "--pinned-memcpy")) {
     // Large memcpy/memmove to and from CUDA pinned memory (the shim splits them across its copy
     // threads), overlapping memmove within it, and a fork child copying into it: every byte.
