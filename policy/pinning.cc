@@ -42,9 +42,11 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
     // A block copied again and again is likely to be copied again: its registration is spread
     // over the copies seen so far, this one included. A pool block's registration outlives its
     // owner, so it is spread over the next few owners' copies as well:
-    // - at once for a copy out of a block of up to 64 MiB: its pages are touched (2 ms for
+    // - at once for a copy out of a block of 16 to 64 MiB: its pages are touched (2 ms for
     //   40 MB) and staging runs at only 20 GB/s there; a tensor uploaded again and again, as in
-    //   S2, runs at pinned speed from its second copy. Larger ones stage at 33 GB/s or more:
+    //   S2, runs at pinned speed from its second copy. Below 16 MiB a first copy costs about as
+    //   much registered as staged (4 MiB: 124 us to register), and a model's parameters moved to
+    //   the device once each would be registered for nothing. Larger ones stage at 33 GB/s or more:
     //   registering them at once would lose 46 ms per GiB on this copy for owners that may
     //   never come (numba's to_device of four fresh 1 GiB arrays: 24 GB/s, staged 28 to 33);
     // - for a copy into the block once it has come back and been copied into again (.cpu(),
@@ -52,7 +54,8 @@ CopyPath choose_copy_path(const CopyCosts& c, RegisterMode mode, const CopyReque
     //   touch of every page). A fresh destination may never come back, and registering its
     //   untouched pages costs ten times a staged copy.
     double copies = 1.0 + r.earlier_copies;
-    bool for_owners = r.host_is_source ? r.block_bytes <= c.small_copy_bytes : r.earlier_copies > 0;
+    bool for_owners = r.host_is_source ? r.block_bytes >= c.upload_for_owners_min && r.block_bytes <= c.small_copy_bytes
+                                       : r.earlier_copies > 0;
     if (r.recycled && for_owners && copies < c.recycled_copies) copies = c.recycled_copies;
     double registered = reg / copies + seconds(r.bytes, c.pinned_gbps);
     if (registered < best) path = CopyPath::register_block;

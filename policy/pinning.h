@@ -28,6 +28,7 @@ struct CopyCosts {
   double register_fixed_us = 300;      // per call, whatever the size (0.73 ms for 4 MiB with unregister)
   uint64_t stage_min_bytes = 4ull << 20;  // below this the driver's own staging is as good
   double recycled_copies = 16;  // copies a pool block's registration is expected to serve
+  uint64_t upload_for_owners_min = 16ull << 20;  // a pool block copied out of is registered at once from here
 };
 
 enum class RegisterMode : uint8_t { auto_, always, off };

@@ -91,6 +91,10 @@ TEST(CopyPath, APoolBlockIsRegisteredForItsNextOwners) {
   EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, upload), CopyPath::register_block);
   upload.fits_cache = false;
   EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, upload), CopyPath::staged) << "the cache limit still holds";
+  // Below 16 MiB (a model's parameters, moved to the device once each) as a glibc block.
+  CopyRequest param = block_copy(4 * MiB, 4 * MiB);
+  param.recycled = true;
+  EXPECT_EQ(choose_copy_path({}, RegisterMode::auto_, param), CopyPath::staged);
   // Larger ones stage near the link's speed: registered as a glibc block would be, when reused.
   CopyRequest big = block_copy(GiB, GiB);
   big.recycled = true;
