@@ -646,10 +646,11 @@ class PreloadCopies(PreloadCase):
 
     def test_large_copies_to_and_from_pinned_memory_use_the_copy_threads(self):
         d = self.decisions(self.run_program("copies", "--pinned-memcpy"))
-        # A sanitizer's memcpy and memmove check their arguments and then call the next ones in
-        # the lookup order, the shim's (ThreadSanitizer's do; the program checks the data anyway).
+        # A sanitizer's memcpy and memmove check their arguments and then may call the next ones
+        # in the lookup order, the shim's: ThreadSanitizer's both do, AddressSanitizer's one of
+        # the two. The program checks the data in every case.
         if Config.shadowed_malloc():
-            self.assertIn(d["memcpy_crew"]["calls"], (0, 2))
+            self.assertLessEqual(d["memcpy_crew"]["calls"], 2)
         else:
             self.assertEqual(d["memcpy_crew"]["calls"], 2)
         d = self.decisions(self.run_program("copies", "--pinned-memcpy", env={"GPUMEMSHIM_STAGE": "off"}))
