@@ -338,10 +338,12 @@ bool in_pinned(const void* p, size_t bytes) {
 }  // namespace
 
 bool copy_by_crew(void* dst, const void* src, size_t bytes) {
-  if (bytes < kCrewCopyMin || in_shim() || passthrough() || !options().stage.value) return false;
+  uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  bool apart = d + bytes <= s || s + bytes <= d;  // slices copied at once: an overlap is libc's
+  if (bytes < kCrewCopyMin || !apart || in_shim() || passthrough() || !options().stage.value) return false;
   ShimScope scope;
   if (!in_pinned(dst, bytes) && !in_pinned(src, bytes)) return false;
-  if (!try_crew_memcpy(dst, src, bytes)) return false;
+  if (!crew_memcpy(dst, src, bytes, IfBusy::give_up)) return false;
   runtime_stats().decision(Decision::memcpy_crew, bytes);
   return true;
 }

@@ -36,7 +36,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
 bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes, CUstream stream, bool async,
                       bool per_thread, CUresult* result);
 
-// A memcpy or memmove (non-overlapping) of at least kCrewCopyMin bytes to or from pinned memory
+// A memcpy or memmove (not overlapping) of at least kCrewCopyMin bytes to or from pinned memory
 // the program got from CUDA is split across the copy crew: a framework filling its pinned staging
 // buffer (CuPy's asarray copies a NumPy array into its pinned pool with one memmove) does so at
 // several times one thread's speed. False, having done nothing, otherwise.

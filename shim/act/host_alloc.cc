@@ -42,7 +42,7 @@ bool fast_host_alloc(void** pp, size_t bytes, unsigned flags, CUresult* r) {
   // Portable and mapped whatever was asked: with unified addressing the driver's own pinned
   // allocations are reachable from every context and device at the same address.
   unsigned reg = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP;
-  if (!try_crew_memcpy(p, nullptr, n) || call_real(GMS_REAL(cuMemHostRegister_v2), p, n, reg) != CUDA_SUCCESS) {
+  if (!crew_memcpy(p, nullptr, n, IfBusy::give_up) || call_real(GMS_REAL(cuMemHostRegister_v2), p, n, reg) != CUDA_SUCCESS) {
     libc::munmap(p, n);
     return false;
   }

@@ -210,20 +210,15 @@ std::optional<CUresult> try_staged_htod(CUdeviceptr dst, const void* src, size_t
   return htod_through(e, *evs, dst, src, bytes, stream, false, false);
 }
 
-bool crew_memcpy(void* dst, const void* src, size_t bytes) {
+bool crew_memcpy(void* dst, const void* src, size_t bytes, IfBusy busy) {
   ShimScope scope;
   Engine& e = engine();
-  std::lock_guard lock(e.mu);
-  if (!ready(e)) return false;
-  e.crew->copy(dst, src, bytes);
-  return true;
-}
-
-bool try_crew_memcpy(void* dst, const void* src, size_t bytes) {
-  ShimScope scope;
-  Engine& e = engine();
-  std::unique_lock lock(e.mu, std::try_to_lock);
-  if (!lock.owns_lock()) return false;
+  std::unique_lock lock(e.mu, std::defer_lock);
+  if (busy == IfBusy::wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return false;
+  }
   CopyCrew* c = crew(e);
   if (!c) return false;
   c->copy(dst, src, bytes);

@@ -4,6 +4,7 @@
 // chunk runs, which beats the driver's own single-threaded staging (7.4 GB/s for 1 GiB on our H100)
 // by several times without pinning the program's memory.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "driver/cuda_driver.h"
@@ -19,12 +20,11 @@ CUresult staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream st
 std::optional<CUresult> try_staged_htod(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
 // Device to host: returns once the data is in `dst` (the driver's contract for pageable memory).
 CUresult staged_dtoh(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
-// A memcpy between two host buffers by the copy crew (several threads). False when the crew
-// cannot be had (then nothing was copied).
-bool crew_memcpy(void* dst, const void* src, size_t bytes);
-// As crew_memcpy without waiting for another staged copy, and with no CUDA call: false, having
-// done nothing, when the crew is busy (or is its parent's, in a fork child). src == nullptr: the
-// first touch of fresh memory's pages instead (a zero written to each 4 KiB page).
-bool try_crew_memcpy(void* dst, const void* src, size_t bytes);
+// A memcpy between two host buffers by the copy crew (several threads), with no CUDA call; src ==
+// nullptr: the first touch of fresh memory's pages instead (a zero written to each 4 KiB page).
+// While another staged copy holds the crew it waits, or gives up (IfBusy::give_up). False, having
+// done nothing, when it gave up or the crew cannot be had (it is its parent's, in a fork child).
+enum class IfBusy : uint8_t { wait, give_up };
+bool crew_memcpy(void* dst, const void* src, size_t bytes, IfBusy busy = IfBusy::wait);
 
 }  // namespace gms::act

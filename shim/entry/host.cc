@@ -160,10 +160,7 @@ GMS_EXPORT void* memcpy(void* dst, const void* src, size_t n) {
   return libc::memcpy(dst, src, n);
 }
 GMS_EXPORT void* memmove(void* dst, const void* src, size_t n) {
-  if (__builtin_expect(n >= act::kCrewCopyMin, 0)) {
-    uintptr_t d = addr(dst), s = addr(src);
-    if ((d + n <= s || s + n <= d) && act::copy_by_crew(dst, src, n)) return dst;
-  }
+  if (__builtin_expect(n >= act::kCrewCopyMin, 0) && act::copy_by_crew(dst, src, n)) return dst;
   return libc::memmove(dst, src, n);
 }
 
