@@ -68,6 +68,19 @@ void* map(size_t n) {
   return p;
 }
 
+// Whether the shim runs and does what the option `name` turns off ("off": it does not).
+bool shim_does(const char* name) {
+  const char* v = std::getenv(name);
+  return g_shim && !(v && std::strcmp(v, "off") == 0);
+}
+
+// The end of every part: the device buffer freed, and the line the runner waits for.
+int passed() {
+  CK(cuMemFree(g_dev));
+  std::printf("copies ok\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,9 +126,7 @@ int main(int argc, char** argv) {
     CHECK(same(a.data(), b.data(), S - 8192));
     CK(cuStreamDestroy(st));
     CK(cuMemFree(sp));
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (preload::has_arg(argc, argv, "--host-alloc")) {
@@ -142,12 +153,10 @@ int main(int argc, char** argv) {
     CK(cuMemFreeHost(wc));
     CK(cuMemFreeHost(q));
     CK(cuMemFreeHost(p));
-    bool shim_made = g_shim && !(std::getenv("GPUMEMSHIM_STAGE") && std::strcmp(std::getenv("GPUMEMSHIM_STAGE"), "off") == 0);
+    bool shim_made = shim_does("GPUMEMSHIM_STAGE");
     // Unregistrations: the shim's two frees, or the program's refused call reaching the driver.
     CHECK(regs() - r0 == (shim_made ? 2u : 0u) && unregs() - u0 == (shim_made ? 2u : 1u));
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (preload::has_arg(argc, argv, "--pinned-memcpy")) {
@@ -176,9 +185,7 @@ int main(int argc, char** argv) {
     CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CK(cuMemFreeHost(pinned));
     CHECK(munmap(a, P) == 0 && munmap(b, P) == 0);
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (preload::has_arg(argc, argv, "--racing-registration")) {
@@ -217,14 +224,12 @@ int main(int argc, char** argv) {
         nullptr);
     CK(cuMemcpyDtoHAsync(race.h, g_dev, B, st));
     CHECK(same(race.h, device_bytes(), B));  // read at once, no synchronisation
-    if (g_shim && !(mode && std::strcmp(mode, "off") == 0)) CHECK(race.registered);  // the race was run
+    if (shim_does("GPUMEMSHIM_REGISTER")) CHECK(race.registered);  // the race was run
     CK(cuStreamSynchronize(st));
     CHECK(munmap(race.h, B) == 0);
     fake_cuda_set_defer(0);
     CK(cuStreamDestroy(st));
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (preload::has_arg(argc, argv, "--async-contract")) {
@@ -254,12 +259,10 @@ int main(int argc, char** argv) {
       CHECK(same(h, device_bytes(), B));  // read at once, no synchronisation
     }
     CHECK(munmap(h, B) == 0);  // the shim's registration goes first; no held copy may still use it
-    if (g_shim && !(mode && std::strcmp(mode, "off") == 0)) CHECK(regs() > 0);  // the registered path was taken
+    if (shim_does("GPUMEMSHIM_REGISTER")) CHECK(regs() > 0);  // the registered path was taken
     fake_cuda_set_defer(0);
     CK(cuStreamDestroy(st));
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (preload::has_arg(argc, argv, "--lru")) {
@@ -281,9 +284,7 @@ int main(int argc, char** argv) {
     EXPECT_REGS(4, 2);
     for (void* m : {a, b, c}) CHECK(munmap(m, B) == 0);
     EXPECT_REGS(4, 4);
-    CK(cuMemFree(g_dev));
-    std::printf("copies ok\n");
-    return 0;
+    return passed();
   }
 
   if (g_malloc_hooked) {
@@ -369,7 +370,5 @@ int main(int argc, char** argv) {
     });
   }
 
-  CK(cuMemFree(g_dev));
-  std::printf("copies ok\n");
-  return 0;
+  return passed();
 }
