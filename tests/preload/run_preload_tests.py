@@ -670,15 +670,18 @@ class PreloadCopies(PreloadCase):
         self.run_program("copies", shim=False)
 
     def test_copies_with_memory_placed_on_the_host(self):
-        for spill in ("managed", "pinned"):
-            with self.subTest(spill=spill):
+        for spill, stage in (("managed", "on"), ("pinned", "on"), ("pinned", "off")):
+            with self.subTest(spill=spill, stage=stage):
                 run = self.run_program("copies", "--spilled", env={
                     "GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": spill, "GPUMEMSHIM_DEVICE_LIMIT": "1M",
-                    "GPUMEMSHIM_MANAGED_LIMIT": "1G"})
+                    "GPUMEMSHIM_MANAGED_LIMIT": "1G", "GPUMEMSHIM_STAGE": stage})
                 d = self.decisions(run)
-                self.assertEqual(d["spilled_" + spill]["calls"], 2, "the scratch buffer and the 8 MiB one")
-                self.assertEqual(d["copy_on_host"]["calls"], 8, "every copy to or from the spilled buffer")
-                self.assertEqual(d["copy_on_host"]["bytes"], 6 * 8 * MiB + 2 * (8 * MiB - 8192))
+                self.assertEqual(d["spilled_" + spill]["calls"], 3, "the 128 MiB scratch buffer, 8 MiB and 64 MiB")
+                made = spill == "pinned" and stage == "on"
+                self.assertEqual(d["host_alloc_fast"]["calls"], 2 if made else 0, "128 MiB and 64 MiB pinned")
+                if stage == "on":  # the copy crew does copies to and from memory placed on the host
+                    self.assertEqual(d["copy_on_host"]["calls"], 10, "every copy to or from a spilled buffer")
+                    self.assertEqual(d["copy_on_host"]["bytes"], 6 * 8 * MiB + 2 * (8 * MiB - 8192) + 2 * 64 * MiB)
 
 
 class PreloadPool(PreloadCase):

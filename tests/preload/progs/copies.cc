@@ -126,6 +126,22 @@ int main(int argc, char** argv) {
     CHECK(same(a.data(), b.data(), S - 8192));
     CK(cuStreamDestroy(st));
     CK(cuMemFree(sp));
+    // 64 MiB spilled as pinned memory are made the shim's way (pages touched by its copy threads,
+    // then registered), not by cuMemHostAlloc, and cuMemFree gives them back the same way.
+    const char* to = std::getenv("GPUMEMSHIM_SPILL");
+    bool pinned = to && std::strcmp(to, "pinned") == 0;
+    unsigned long allocs = fake_cuda_calls("cuMemHostAlloc"), r0 = regs(), u0 = unregs();
+    constexpr size_t L = 64 * MiB;
+    std::vector<unsigned char> big(L), back(L);
+    fill(big.data(), L, 59);
+    CK(cuMemAlloc(&sp, L));
+    CK(cuMemcpyHtoD(sp, big.data(), L));
+    CK(cuMemcpyDtoH(back.data(), sp, L));
+    CHECK(same(big.data(), back.data(), L));
+    CK(cuMemFree(sp));
+    bool shim_made = pinned && shim_does("GPUMEMSHIM_STAGE");
+    CHECK(fake_cuda_calls("cuMemHostAlloc") - allocs == (pinned && !shim_made ? 1u : 0u));
+    CHECK(regs() - r0 == (shim_made ? 1u : 0u) && unregs() - u0 == (shim_made ? 1u : 0u));
     return passed();
   }
 
