@@ -52,9 +52,10 @@ class CopyCrew {
     n_ = n;
     width_ = std::clamp(width, 1, size_);
     pending_ = width_ - 1;
+    bool helped = pending_ > 0;  // read here: once unlocked, the helpers count pending_ down
     ++round_;
     lock.unlock();
-    if (pending_ > 0) go_.notify_all();
+    if (helped) go_.notify_all();
     slice(0);
     lock.lock();
     done_.wait(lock, [&] { return pending_ == 0; });
