@@ -75,6 +75,18 @@ bool fast_host_free(void* p, CUresult* r) {
   return true;
 }
 
+CUresult host_alloc(void** pp, size_t bytes, unsigned flags) {
+  CUresult r = CUDA_SUCCESS;
+  if (!fast_host_alloc(pp, bytes, flags, &r)) r = call_real(GMS_REAL(cuMemHostAlloc), pp, bytes, flags);
+  return r;
+}
+
+CUresult host_free(void* p) {
+  CUresult r = CUDA_SUCCESS;
+  if (!fast_host_free(p, &r)) r = call_real(GMS_REAL(cuMemFreeHost), p);
+  return r;
+}
+
 bool fast_host_block(const void* p) {
   std::lock_guard lock(made().mu);
   return made().blocks.count(reinterpret_cast<uintptr_t>(p)) != 0;

@@ -3,7 +3,7 @@
 // (the driver faults its pages in on one thread) and cuMemFreeHost 86 ms; fresh pages faulted in
 // by the copy crew and then registered take 97 to 102 ms, and unregistering and unmapping them
 // 45 to 49 ms. Frameworks allocate pinned memory as they go (CuPy's pinned pool, PyTorch's
-// pin_memory()), on the program's thread.
+// pin_memory()), on the program's thread; the placement policies' pinned memory is made the same way.
 #include <cstddef>
 
 #include "driver/cuda_driver.h"
@@ -19,6 +19,10 @@ constexpr size_t kFastHostAllocMin = 64u << 20;
 bool fast_host_alloc(void** pp, size_t bytes, unsigned flags, CUresult* r);
 // cuMemFreeHost: true when the memory was made by fast_host_alloc (now unregistered and unmapped).
 bool fast_host_free(void* p, CUresult* r);
+// cuMemHostAlloc and cuMemFreeHost as the shim does them: its own way where fast_host_alloc takes
+// the allocation, else the driver's.
+CUresult host_alloc(void** pp, size_t bytes, unsigned flags);
+CUresult host_free(void* p);
 // Whether `p` is the start of memory made by fast_host_alloc and not yet freed.
 bool fast_host_block(const void* p);
 

@@ -55,23 +55,16 @@ CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
   return r;
 }
 
-CUresult free_pinned(void* h) {
-  CUresult r = CUDA_SUCCESS;
-  if (!fast_host_free(h, &r)) r = call_real(GMS_REAL(cuMemFreeHost), h);
-  return r;
-}
-
 CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   void* h = nullptr;
   unsigned flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
   // Large ones made the shim's way (act/host_alloc.h): 4 GiB in about 0.25 s, where the driver
   // takes 1.7 to 2.1 s and frees them in 0.5 to 0.7 s.
-  CUresult r = CUDA_SUCCESS;
-  if (!fast_host_alloc(&h, bytes, flags, &r)) r = call_real(GMS_REAL(cuMemHostAlloc), &h, bytes, flags);
+  CUresult r = host_alloc(&h, bytes, flags);
   if (r != CUDA_SUCCESS) return r;
   r = call_real(GMS_REAL(cuMemHostGetDevicePointer_v2), out, h, 0u);
   if (r != CUDA_SUCCESS) {
-    free_pinned(h);
+    host_free(h);
     return r;
   }
   *host_alias = reinterpret_cast<uintptr_t>(h);
@@ -215,7 +208,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
         return r;
       }
     }
-    r = region->placement == Placement::pinned ? free_pinned(reinterpret_cast<void*>(region->host_alias))
+    r = region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))
                                                : call_real(GMS_REAL(cuMemFree_v2), p);
   } else {
     r = real_free(ctx);

@@ -106,8 +106,7 @@ GMS_FREE_ASYNC(cuMemFreeAsync_ptsz)
 
 GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   GMS_NESTED(cuMemHostAlloc, pp, bytes, flags);
-  CUresult r = CUDA_SUCCESS;
-  if (!act::fast_host_alloc(pp, bytes, flags, &r)) r = call_real(GMS_REAL(cuMemHostAlloc), pp, bytes, flags);
+  CUresult r = act::host_alloc(pp, bytes, flags);
   observe::region_alloc(Family::host_alloc, ok(r), ok(r) && pp ? addr(*pp) : 0, bytes, MemKind::pinned_host,
                         Origin::cuMemHostAlloc, -1, flags);
   return r;
@@ -125,8 +124,7 @@ GMS_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytes) {
 GMS_EXPORT CUresult cuMemFreeHost(void* p) {
   GMS_NESTED(cuMemFreeHost, p);
   auto released = observe::region_release(addr(p));  // before the driver can reuse the address
-  CUresult r = CUDA_SUCCESS;
-  if (!act::fast_host_free(p, &r)) r = call_real(GMS_REAL(cuMemFreeHost), p);
+  CUresult r = act::host_free(p);
   observe::region_released(Family::host_free, ok(r), addr(p), released);
   return r;
 }
