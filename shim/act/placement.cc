@@ -101,14 +101,18 @@ uint64_t device_limit(int dev) {
 }
 
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
-  if (!out || !placement_active()) {
+  int dev = out ? entry::current_device() : -1;
+  if (dev < 0 || !placement_active()) {
+    // Pass-through, or a thread with no current context: PyTorch's autograd thread makes its first
+    // stream-ordered allocation that way (the driver takes the context from the stream). Nothing
+    // the shim could make (managed memory needs a context) and no budget to check it against, so
+    // it is the program's own allocation, counted on the device it landed on.
     CUresult r = device_alloc(ctx);
-    bool ok = r == CUDA_SUCCESS;
-    observe::region_alloc(req.family, ok, ok && out ? static_cast<uintptr_t>(*out) : 0, req.bytes, MemKind::device,
-                          req.origin, ok ? entry::current_device() : -1, 0);
+    bool ok = r == CUDA_SUCCESS && out;
+    observe::region_alloc(req.family, ok, ok ? static_cast<uintptr_t>(*out) : 0, req.bytes, MemKind::device,
+                          req.origin, !ok ? -1 : dev >= 0 ? dev : entry::device_of(static_cast<uintptr_t>(*out)), 0);
     return r;
   }
-  int dev = entry::current_device();
   const auto& cfg = placement_config();
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;

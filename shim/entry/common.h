@@ -25,6 +25,8 @@ inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
 
 // The device of the calling thread's current context, or -1 when there is none.
 int current_device();
+// The device memory at `p` lives on, from the driver; -1 when it does not know.
+int device_of(uintptr_t p);
 
 // Whether the stream is being captured into a graph. An unanswered query counts as yes: nothing the
 // shim adds (managed memory, prefetches, staging buffers, registrations) may end up in a graph.

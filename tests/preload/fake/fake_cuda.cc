@@ -285,8 +285,10 @@ CUresult need_ctx() {
 
 // ---- memory --------------------------------------------------------------------------------------
 
-CUresult mem_alloc(CUdeviceptr* dptr, size_t bytes, Kind kind) {
-  FAKE_TRY(need_ctx());
+// `stream_ctx`: a stream-ordered call on a created stream, which names its context itself (the real
+// driver takes those with no context current, as PyTorch's autograd thread makes them).
+CUresult mem_alloc(CUdeviceptr* dptr, size_t bytes, Kind kind, bool stream_ctx = false) {
+  FAKE_TRY(stream_ctx ? need_init() : need_ctx());
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (g_device_used.load() + bytes > kTotalMem) return CUDA_ERROR_OUT_OF_MEMORY;
   uintptr_t p = 0;
@@ -295,8 +297,8 @@ CUresult mem_alloc(CUdeviceptr* dptr, size_t bytes, Kind kind) {
   return CUDA_SUCCESS;
 }
 
-CUresult mem_free(CUdeviceptr p) {
-  FAKE_TRY(need_ctx());
+CUresult mem_free(CUdeviceptr p, bool stream_ctx = false) {
+  FAKE_TRY(stream_ctx ? need_init() : need_ctx());
   if (p == 0) return CUDA_SUCCESS;  // like cudaFree(NULL)
   return drop_block(static_cast<uintptr_t>(p), Kind::device, Kind::managed) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -1035,12 +1037,12 @@ FAKE_IMPL(cuMemAllocManaged)(CUdeviceptr* dptr, size_t bytes, unsigned int flags
     __VA_ARGS__                      \
   }
 
-FAKE_PAIR(cuMemAllocAsync, cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytes, CUstream),
-          return mem_alloc(dptr, bytes, Kind::device);)
+FAKE_PAIR(cuMemAllocAsync, cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytes, CUstream s),
+          return mem_alloc(dptr, bytes, Kind::device, s != nullptr);)
 FAKE_PAIR(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
           (CUdeviceptr * dptr, size_t bytes, CUmemoryPool pool, CUstream),
           if (!pool) return CUDA_ERROR_INVALID_VALUE; return mem_alloc(dptr, bytes, Kind::device);)
-FAKE_PAIR(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream), return mem_free(p);)
+FAKE_PAIR(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), return mem_free(p, s != nullptr);)
 
 FAKE_IMPL(cuMemFree_v2)(CUdeviceptr p) {
   count(k_cuMemFree_v2);

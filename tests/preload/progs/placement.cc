@@ -6,7 +6,8 @@
 // - during a stream capture nothing of the shim's goes into the graph: cuMemAllocAsync gets device
 //   memory within the budget and out-of-memory beyond it, a launch issues no prefetch;
 // - cuMemFreeAsync of spilled memory waits for the stream and frees with cuMemFree; inside a capture
-//   it neither synchronises the capturing stream nor frees the memory the graph may still use.
+//   it neither synchronises the capturing stream nor frees the memory the graph may still use;
+// - a stream-ordered allocation on a thread with no current context is the program's own.
 // The runner checks the shim's statistics.
 #include "common.h"
 
@@ -110,6 +111,21 @@ int main() {
     CHECK(free.added() == 1);
     CHECK(free_async.added() == 0);  // managed memory is not the stream-ordered allocator's
     CHECK(last("cuStreamSynchronize") < last("cuMemFree_v2"));
+  }
+  // A thread with no current context (PyTorch's autograd thread makes its first stream-ordered
+  // allocation so): no budget to check it against and no context for managed memory, so it is the
+  // program's own allocation, even past the budget, not a refusal.
+  {
+    Count managed("cuMemAllocManaged"), async("cuMemAllocAsync"), free_async("cuMemFreeAsync");
+    std::thread t([st] {
+      CUdeviceptr g = 0;
+      CK(cuMemAllocAsync(&g, 16 * MiB, st));
+      CK(cuMemFreeAsync(g, st));
+    });
+    t.join();
+    CHECK(managed.added() == 0);
+    CHECK(async.added() == 1);
+    CHECK(free_async.added() == 1);
   }
   CK(cuMemFree(e));
   CK(cuStreamDestroy(st));
