@@ -23,6 +23,8 @@ const char* where_name(Where w) {
       return "managed";
     case Where::pinned:
       return "pinned";
+    case Where::swap:
+      return "swap";
     case Where::out_of_memory:
       return "out_of_memory";
   }
@@ -47,8 +49,11 @@ Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t
       return converted(cfg, target, managed_in_use, req.bytes, "over budget");
     }
     case PolicyKind::managed:
-    case PolicyKind::pinned: {
-      Where target = cfg.policy == PolicyKind::pinned ? Where::pinned : Where::managed;
+    case PolicyKind::pinned:
+    case PolicyKind::swap: {
+      Where target = cfg.policy == PolicyKind::pinned ? Where::pinned
+                     : cfg.policy == PolicyKind::swap ? Where::swap
+                                                      : Where::managed;
       if (req.bytes >= cfg.min_size) return converted(cfg, target, managed_in_use, req.bytes, "policy");
       if (in_budget) return {Where::device, "below minimum size"};
       return converted(cfg, target, managed_in_use, req.bytes, "over budget");

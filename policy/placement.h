@@ -9,13 +9,15 @@
 
 namespace gms::policy {
 
-enum class PolicyKind : uint8_t { off, spill, managed, pinned };
+enum class PolicyKind : uint8_t { off, spill, managed, pinned, swap };
 enum class SpillTarget : uint8_t { managed, pinned };
 
 enum class Where : uint8_t {
   device,         // an ordinary device allocation (what the program asked for)
   managed,        // managed memory, preferred location host, accessed by the device
   pinned,         // mapped pinned host memory (zero-copy)
+  swap,           // movable device memory: a reserved range backed by device or host memory in
+                  // chunks, moved between them by copies (act/swap.h)
   out_of_memory,  // fail with CUDA_ERROR_OUT_OF_MEMORY, as the driver would
 };
 const char* where_name(Where w);
@@ -23,8 +25,8 @@ const char* where_name(Where w);
 struct PlacementConfig {
   PolicyKind policy = PolicyKind::off;
   SpillTarget spill = SpillTarget::managed;
-  uint64_t min_size = 1ull << 20;  // policies managed/pinned convert allocations at or above this
-  uint64_t managed_limit = 0;      // cap on all managed + pinned memory the shim creates; 0: none
+  uint64_t min_size = 1ull << 20;  // policies managed/pinned/swap convert allocations at or above this
+  uint64_t managed_limit = 0;      // cap on all managed, pinned and swap memory the shim creates; 0: none
   bool limit_enforced = false;     // the user set a device budget (policy off then enforces it)
 };
 

@@ -36,12 +36,18 @@ void ResidencyPlanner::lru_append(Region* r) {
   lru_tail_ = r;
 }
 
-void ResidencyPlanner::add_region(RegionId id, uint64_t size) {
+void ResidencyPlanner::add_region(RegionId id, uint64_t size, bool resident) {
   remove_region(id);
   Region& r = regions_[id];
   r.id = id;
   r.size = size;
   r.chunks = size / cfg_.chunk_bytes + (size % cfg_.chunk_bytes != 0);
+  if (resident) {
+    r.resident_chunks = r.chunks;
+    resident_total_ += size;
+    lru_append(&r);
+    r.last_ref = launch_ == 0 ? 1 : launch_;  // nonzero: in the LRU list, as the newest
+  }
 }
 
 void ResidencyPlanner::remove_region(RegionId id) {

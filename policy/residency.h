@@ -86,8 +86,9 @@ class ResidencyPlanner {
   ResidencyPlanner(const ResidencyPlanner&) = delete;  // intrusive LRU list
   ResidencyPlanner& operator=(const ResidencyPlanner&) = delete;
 
-  // Starts on the host, not resident. An id already known is replaced (freed, then added).
-  void add_region(RegionId id, uint64_t size);
+  // Starts on the host, not resident, or with `resident` all on the device and the most recently
+  // used (it was made there). An id already known is replaced (freed, then added).
+  void add_region(RegionId id, uint64_t size, bool resident = false);
   // Freed: its resident bytes no longer count. Unknown ids are ignored.
   void remove_region(RegionId id);
 

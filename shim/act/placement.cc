@@ -9,6 +9,7 @@
 #include "core/runtime.h"
 #include "act/host_alloc.h"
 #include "act/residency.h"
+#include "act/swap.h"
 #include "trace/trace.h"
 #include "entry/common.h"
 
@@ -33,6 +34,9 @@ policy::PlacementConfig make_config() {
       break;
     case Policy::pinned:
       c.policy = policy::PolicyKind::pinned;
+      break;
+    case Policy::swap:
+      c.policy = policy::PolicyKind::swap;
       break;
   }
   c.spill = o.spill == SpillTo::pinned ? policy::SpillTarget::pinned : policy::SpillTarget::managed;
@@ -130,6 +134,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     }
   }
   uintptr_t alias = 0;
+  bool swap_on_device = false;
   MemKind kind = MemKind::device;
   Placement placement = Placement::device;
   switch (p.where) {
@@ -145,6 +150,15 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       kind = MemKind::pinned_host;
       placement = Placement::pinned;
       break;
+    case Where::swap: {
+      // On the device while the budget has room (resident movable memory counts, it is there),
+      // else on the host until the planner brings it in.
+      uint64_t taken = ledger().used(dev) + ledger().resident(dev), limit = device_limit(dev);
+      swap_on_device = taken <= limit && req.bytes <= limit - taken;
+      r = swap::create(out, req.bytes, dev, swap_on_device);
+      placement = Placement::swap;
+      break;
+    }
     case Where::out_of_memory:
       r = CUDA_ERROR_OUT_OF_MEMORY;
       say_refused(req, dev, p.reason);
@@ -177,6 +191,11 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       s.decision(spill ? Decision::spilled_pinned : Decision::converted_pinned, req.bytes);
       if (trace::enabled()) trace::decision(spill ? "spill_pinned" : "convert_pinned", *out, req.bytes, dev, p.reason);
       break;
+    case Where::swap:
+      s.decision(Decision::converted_swap, req.bytes);
+      if (trace::enabled()) trace::decision("convert_swap", *out, req.bytes, dev, swap_on_device ? "on the device" : "on the host: over budget");
+      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev, swap_on_device);
+      break;
     case Where::out_of_memory:
       break;
   }
@@ -188,9 +207,19 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
               CUresult (*real_free)(void*), void* ctx) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
-  if (region && region->kind == MemKind::managed) residency_forget(region->base);
+  if (region && (region->kind == MemKind::managed || region->placement == Placement::swap)) residency_forget(region->base);
   CUresult r;
-  if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
+  if (region && region->placement == Placement::swap) {
+    // Unmapped under a queued kernel, its range would fault: the work that may use it finishes first.
+    if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
+      observe::region_released(family, true, static_cast<uintptr_t>(p), region);
+      return CUDA_SUCCESS;  // as for managed memory below: kept until exit
+    }
+    r = stream_ordered ? (per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
+                                     : call_real(GMS_REAL(cuStreamSynchronize), stream))
+                       : call_real(GMS_REAL(cuCtxSynchronize));
+    if (r == CUDA_SUCCESS) r = swap::destroy(region->base);
+  } else if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
     if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
       // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
       // must outlive every launch of the graph's kernels, and synchronising a capturing stream would

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "act/placement.h"
+#include "act/swap.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -30,7 +31,11 @@ struct State {
   std::mutex mu;  // guards everything below
   std::unordered_map<CUfunction, std::vector<Param>> layouts;
   policy::ResidencyPlanner* planners[kMaxDevices] = {};
-  std::unordered_map<uintptr_t, int> device_of;  // tracked region -> its planner
+  struct Tracked {
+    int dev;    // its planner
+    bool swap;  // movable memory (act/swap.h), else managed memory
+  };
+  std::unordered_map<uintptr_t, Tracked> tracked;
 };
 
 State& state() {
@@ -83,9 +88,9 @@ void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, in
     std::memcpy(&w, p + k, sizeof(w));
     if (w < lo || w >= hi) continue;
     auto r = cuda_regions().find(w);
-    if (!r || r->kind != MemKind::managed) continue;
-    auto d = s.device_of.find(r->base);
-    if (d != s.device_of.end() && d->second == dev) out.push_back(r->base);
+    if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) continue;
+    auto d = s.tracked.find(r->base);
+    if (d != s.tracked.end() && d->second.dev == dev) out.push_back(r->base);
   }
 }
 
@@ -96,15 +101,19 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 
 }  // namespace
 
-void residency_track(uintptr_t base, uint64_t size, int device) {
-  // Policy off observes only; with any other policy, GPUMEMSHIM_PREFETCH decides.
-  if (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off) return;
+void residency_track(uintptr_t base, uint64_t size, int device, bool swap_on_device) {
+  const bool swap = placement_config().policy == policy::PolicyKind::swap && swap::owns(base);
+  // Policy off observes only; with any other policy, GPUMEMSHIM_PREFETCH decides. Movable memory
+  // is always tracked: where it is counts against the budget, even when nothing moves it.
+  if (!swap && (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off)) return;
   if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
-  planner(s, device).add_region(base, size);
-  s.device_of[base] = device;
+  policy::ResidencyPlanner& p = planner(s, device);
+  p.add_region(base, size, swap && swap_on_device);
+  ledger().set_resident(device, p.resident_bytes());
+  s.tracked[base] = State::Tracked{device, swap};
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
@@ -116,8 +125,8 @@ uint64_t residency_resident_bytes(uintptr_t base) {
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.device_of.find(base);
-  return it == s.device_of.end() ? 0 : planner(s, it->second).resident_bytes(base);
+  auto it = s.tracked.find(base);
+  return it == s.tracked.end() ? 0 : planner(s, it->second.dev).resident_bytes(base);
 }
 
 void residency_forget(uintptr_t base) {
@@ -125,12 +134,12 @@ void residency_forget(uintptr_t base) {
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.device_of.find(base);
-  if (it == s.device_of.end()) return;
-  policy::ResidencyPlanner& p = planner(s, it->second);
+  auto it = s.tracked.find(base);
+  if (it == s.tracked.end()) return;
+  policy::ResidencyPlanner& p = planner(s, it->second.dev);
   p.remove_region(base);
-  ledger().set_resident(it->second, p.resident_bytes());
-  s.device_of.erase(it);
+  ledger().set_resident(it->second.dev, p.resident_bytes());
+  s.tracked.erase(it);
   if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
     g_lo.store(~uintptr_t{0});
     g_hi.store(0);
@@ -140,13 +149,14 @@ void residency_forget(uintptr_t base) {
 std::atomic<uint64_t> g_tracked_regions{0};
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if (!params && !extra) return;
+  if ((!params && !extra) || options().prefetch == Prefetch::off) return;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
   std::vector<policy::Action> actions;
+  std::vector<bool> movable;  // per action: the region is movable memory, not managed
   {
     std::lock_guard lock(s.mu);
     std::vector<policy::RegionId> referenced;
@@ -170,6 +180,10 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     policy::ResidencyPlanner& p = planner(s, dev);
     actions = p.plan_launch(referenced, used < limit ? limit - used : 0);
     ledger().set_resident(dev, p.resident_bytes());
+    for (const policy::Action& a : actions) {
+      auto t = s.tracked.find(a.region);
+      movable.push_back(t != s.tracked.end() && t->second.swap);
+    }
     if (log_enabled(LogLevel::debug)) {
       Line l;
       l.str("launch on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
@@ -180,16 +194,19 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
-  for (const policy::Action& a : actions) {
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const policy::Action& a = actions[k];
     switch (a.kind) {
       case policy::ActionKind::prefetch_to_device:
-        if (move(a.region + a.offset, a.bytes, gpu, stream, per_thread) == CUDA_SUCCESS) {
+        if ((movable[k] ? swap::move(a.region, a.offset, a.bytes, true, stream, per_thread)
+                        : move(a.region + a.offset, a.bytes, gpu, stream, per_thread)) == CUDA_SUCCESS) {
           st.decision(Decision::prefetched, a.bytes);
           if (trace::enabled()) trace::decision("prefetch", a.region + a.offset, a.bytes, dev, "referenced by the kernel");
         }
         break;
       case policy::ActionKind::evict_to_host:
-        if (move(a.region + a.offset, a.bytes, host, stream, per_thread) == CUDA_SUCCESS) {
+        if ((movable[k] ? swap::move(a.region, a.offset, a.bytes, false, stream, per_thread)
+                        : move(a.region + a.offset, a.bytes, host, stream, per_thread)) == CUDA_SUCCESS) {
           st.decision(Decision::evicted, a.bytes);
           if (trace::enabled()) trace::decision("evict", a.region + a.offset, a.bytes, dev, "least recently used, for room in the budget");
         }

@@ -11,8 +11,9 @@
 namespace gms::act {
 
 // Managed regions the planner may move: those the shim spilled and those the program allocated
-// with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch).
-void residency_track(uintptr_t base, uint64_t size, int device);
+// with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch); and movable memory (policy swap),
+// made on the device (`swap_on_device`) or on the host.
+void residency_track(uintptr_t base, uint64_t size, int device, bool swap_on_device = false);
 void residency_forget(uintptr_t base);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);

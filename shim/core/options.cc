@@ -129,6 +129,7 @@ bool parse_value(const char* t, Policy* out) {
   if (ieq(t, "spill")) return *out = Policy::spill, true;
   if (ieq(t, "managed")) return *out = Policy::managed, true;
   if (ieq(t, "pinned")) return *out = Policy::pinned, true;
+  if (ieq(t, "swap")) return *out = Policy::swap, true;
   return false;
 }
 

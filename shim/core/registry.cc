@@ -35,6 +35,8 @@ const char* placement_name(Placement p) {
       return "managed";
     case Placement::pinned:
       return "pinned";
+    case Placement::swap:
+      return "swap";
   }
   return "?";
 }

@@ -41,7 +41,7 @@ const char* origin_name(Origin o);
 
 // What the shim made of a device allocation: what the program asked for (device), or memory of
 // another kind standing in for it. passthrough: not a device allocation the shim decides on.
-enum class Placement : uint8_t { passthrough, device, managed, pinned };
+enum class Placement : uint8_t { passthrough, device, managed, pinned, swap };
 const char* placement_name(Placement p);
 
 struct Region {

@@ -43,6 +43,7 @@ namespace gms {
   X(spilled_pinned, "over-budget device allocations turned into mapped pinned host memory")   \
   X(converted_managed, "allocations turned into managed memory by policy managed")            \
   X(converted_pinned, "allocations turned into pinned host memory by policy pinned")          \
+  X(converted_swap, "allocations turned into movable device memory by policy swap")          \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \

@@ -287,6 +287,7 @@ const char* policy_name(Policy p) {
     case Policy::spill: return "spill";
     case Policy::managed: return "managed";
     case Policy::pinned: return "pinned";
+    case Policy::swap: return "swap";
   }
   return "off";
 }

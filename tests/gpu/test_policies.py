@@ -30,8 +30,9 @@ POLICIES = {
     "spill-pinned": {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": "pinned"},
     "managed": {"GPUMEMSHIM_POLICY": "managed"},
     "pinned": {"GPUMEMSHIM_POLICY": "pinned"},
+    "swap": {"GPUMEMSHIM_POLICY": "swap"},
 }
-PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned")
+PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap")
 
 _plain = {}
 

@@ -765,6 +765,31 @@ class PreloadPlacement(PreloadCase):
         self.assertIn("check failed", run.stderr)
 
 
+class PreloadSwap(PreloadCase):
+    """(n) Movable memory: progs/swap.cc checks the calls that reach the stand-in driver and every
+    byte through the moves; this checks the shim's statistics."""
+
+    ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+
+    def test_swap(self):
+        run = self.run_program("swap", env=self.ENV)
+        self.assertIn("swap ok", run.stdout)
+        s = self.only_stats(run)
+        d = s["decisions"]
+        self.assertEqual(d["converted_swap"]["calls"], 3)
+        self.assertEqual(d["converted_swap"]["bytes"], 12 * MiB)
+        self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "c, then a")
+        self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (2, 8 * MiB), "a, then b")
+        self.assertEqual(d["converted_managed"]["calls"], 0)
+        self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+
+    def test_prefetch_off_moves_nothing(self):
+        # The program expects moves, so it fails its first check on them, without crashing.
+        run = self.run_program("swap", env=dict(self.ENV, GPUMEMSHIM_PREFETCH="off"), expect_rc=1)
+        self.assertIn("check failed", run.stderr)
+        self.assertEqual(self.only_stats(run)["decisions"]["prefetched"]["calls"], 0)
+
+
 class PreloadBadInput(PreloadCase):
     """(i) Bad arguments and bad options: no crash, everything counted, results still right."""
 

@@ -58,10 +58,10 @@ TEST(Placement, OffPassesThroughUnlessALimitIsEnforced) {
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 1), Where::device);
 }
 
-TEST(Placement, ManagedAndPinnedPoliciesConvertFromTheMinimumSize) {
-  for (auto p : {PolicyKind::managed, PolicyKind::pinned}) {
+TEST(Placement, ManagedPinnedAndSwapPoliciesConvertFromTheMinimumSize) {
+  for (auto p : {PolicyKind::managed, PolicyKind::pinned, PolicyKind::swap}) {
     auto c = cfg(p);
-    Where target = p == PolicyKind::managed ? Where::managed : Where::pinned;
+    Where target = p == PolicyKind::managed ? Where::managed : p == PolicyKind::pinned ? Where::pinned : Where::swap;
     EXPECT_EQ(where(c, 8 * GiB, 0, MiB), target);
     EXPECT_EQ(where(c, 8 * GiB, 0, MiB - 1), Where::device) << "small ones stay ordinary";
     EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 4096), target) << "small ones over budget convert too";
@@ -69,11 +69,19 @@ TEST(Placement, ManagedAndPinnedPoliciesConvertFromTheMinimumSize) {
 }
 
 TEST(Placement, NeverManagedDuringCapture) {
-  for (auto p : {PolicyKind::spill, PolicyKind::managed, PolicyKind::pinned}) {
+  for (auto p : {PolicyKind::spill, PolicyKind::managed, PolicyKind::pinned, PolicyKind::swap}) {
     auto c = cfg(p);
     EXPECT_EQ(where(c, 8 * GiB, 0, GiB, 0, true), Where::device);
     EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, GiB, 0, true), Where::out_of_memory);
   }
+}
+
+TEST(Placement, SwapCountsAgainstTheManagedLimit) {
+  auto c = cfg(PolicyKind::swap);
+  c.managed_limit = 4 * GiB;
+  EXPECT_EQ(where(c, 8 * GiB, 0, GiB, 3 * GiB), Where::swap);
+  EXPECT_EQ(where(c, 8 * GiB, 0, GiB + 1, 3 * GiB), Where::out_of_memory);
+  EXPECT_STREQ(where_name(Where::swap), "swap");
 }
 
 TEST(Placement, EveryDecisionHasAReason) {

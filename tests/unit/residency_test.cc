@@ -43,6 +43,29 @@ TEST(Residency, NewRegionStartsOnHost) {
   EXPECT_FALSE(p.stays_remote(1));
 }
 
+TEST(Residency, RegionMadeOnTheDeviceIsResidentAndTheNewestToEvict) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB, /*resident=*/true);
+  EXPECT_EQ(p.resident_bytes(), 4 * MiB);
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB);
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), Actions{}) << "nothing to move: it is there";
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({2}, 8 * MiB);
+  p.add_region(3, 4 * MiB, /*resident=*/true);  // made after 1 and 2 were used: the newest
+  // Over the budget now (12 MiB resident in 8): the least recently used, 1, goes, and only it.
+  EXPECT_EQ(p.plan_launch({}, 8 * MiB), (Actions{ev(1, 0, 4 * MiB)}));
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB);
+  p.remove_region(3);
+  EXPECT_EQ(p.resident_bytes(), 4 * MiB) << "its resident bytes leave with it";
+}
+
+TEST(Residency, RegionMadeOnTheDeviceBeforeAnyLaunchCanBeEvicted) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB, /*resident=*/true);
+  p.add_region(2, 4 * MiB);
+  EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 4 * MiB, 2 * MiB), pf(2, 0, 4 * MiB)}));
+}
+
 TEST(Residency, PrefetchesReferencedRegionOnce) {
   ResidencyPlanner p(small_chunks());
   p.add_region(1, 10 * MiB);
