@@ -94,6 +94,14 @@ inline void use_device0() {
   CK(cuCtxSetCurrent(ctx));
 }
 
+// Calls of the stand-in driver's `symbol` since construction (programs linked with the stand-in).
+struct CallCount {
+  const char* symbol;
+  unsigned long before;
+  explicit CallCount(const char* s) : symbol(s), before(fake_cuda_calls(s)) {}
+  unsigned long added() const { return fake_cuda_calls(symbol) - before; }
+};
+
 // Runs body(t, dev) on n threads at once, each with device 0's primary context current and its own
 // 8 MiB device buffer `dev`; body returns false when the data it checked was wrong. Exits non-zero
 // if any thread failed.

@@ -15,15 +15,9 @@ namespace {
 
 constexpr size_t MiB = 1u << 20;
 
-unsigned long calls(const char* s) { return fake_cuda_calls(s); }
+using Count = preload::CallCount;
+// Position of the stand-in driver's latest call of `s`: call order.
 unsigned long last(const char* s) { return fake_cuda_last_call(s); }
-
-struct Count {
-  const char* symbol;
-  unsigned long before;
-  explicit Count(const char* s) : symbol(s), before(calls(s)) {}
-  unsigned long added() const { return calls(symbol) - before; }
-};
 
 void k_fill(void** p) {
   unsigned char* x = preload::dev_ptr<unsigned char>(*static_cast<CUdeviceptr*>(p[0]));
