@@ -194,7 +194,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     case Where::swap:
       s.decision(Decision::converted_swap, req.bytes);
       if (trace::enabled()) trace::decision("convert_swap", *out, req.bytes, dev, swap_on_device ? "on the device" : "on the host: over budget");
-      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev, swap_on_device);
+      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev,
+                      swap_on_device ? Tracked::swap_on_device : Tracked::swap_on_host);
       break;
     case Where::out_of_memory:
       break;
@@ -208,25 +209,17 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region && (region->kind == MemKind::managed || region->placement == Placement::swap)) residency_forget(region->base);
-  CUresult r;
-  if (region && region->placement == Placement::swap) {
-    // Unmapped under a queued kernel, its range would fault: the work that may use it finishes first.
-    if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
-      observe::region_released(family, true, static_cast<uintptr_t>(p), region);
-      return CUDA_SUCCESS;  // as for managed memory below: kept until exit
-    }
-    r = stream_ordered ? (per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
-                                     : call_real(GMS_REAL(cuStreamSynchronize), stream))
-                       : call_real(GMS_REAL(cuCtxSynchronize));
-    if (r == CUDA_SUCCESS) r = swap::destroy(region->base);
-  } else if (region && (region->placement == Placement::managed || region->placement == Placement::pinned)) {
+  CUresult r = CUDA_SUCCESS;
+  if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
+                 region->placement == Placement::swap)) {
+    const bool swap = region->placement == Placement::swap;
     if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
       // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
       // must outlive every launch of the graph's kernels, and synchronising a capturing stream would
       // end the capture. So it is kept, and goes back to the system with the process.
       if (log_enabled(LogLevel::info)) {
         Line l;
-        l.str("stream-ordered free of ").bytes(region->size).str(" of spilled memory inside a stream capture: kept until exit");
+        l.str("stream-ordered free of ").bytes(region->size).str(" of memory the shim placed, inside a stream capture: kept until exit");
         log(LogLevel::info, l);
       }
       observe::region_released(family, true, static_cast<uintptr_t>(p), region);
@@ -236,13 +229,15 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
       // The program may still have work queued on the stream that uses this memory.
       r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
                      : call_real(GMS_REAL(cuStreamSynchronize), stream);
-      if (r != CUDA_SUCCESS) {
-        observe::region_released(family, false, static_cast<uintptr_t>(p), region);
-        return r;
-      }
+    } else if (swap) {
+      // Movable memory is unmapped: under a queued kernel (on any stream) that would fault.
+      r = call_real(GMS_REAL(cuCtxSynchronize));
     }
-    r = region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))
-                                               : call_real(GMS_REAL(cuMemFree_v2), p);
+    if (r == CUDA_SUCCESS) {
+      r = swap ? swap::destroy(region->base)
+          : region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))
+                                                   : call_real(GMS_REAL(cuMemFree_v2), p);
+    }
   } else {
     r = real_free(ctx);
   }

@@ -31,11 +31,11 @@ struct State {
   std::mutex mu;  // guards everything below
   std::unordered_map<CUfunction, std::vector<Param>> layouts;
   policy::ResidencyPlanner* planners[kMaxDevices] = {};
-  struct Tracked {
+  struct Entry {
     int dev;    // its planner
     bool swap;  // movable memory (act/swap.h), else managed memory
   };
-  std::unordered_map<uintptr_t, Tracked> tracked;
+  std::unordered_map<uintptr_t, Entry> tracked;
 };
 
 State& state() {
@@ -101,8 +101,8 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 
 }  // namespace
 
-void residency_track(uintptr_t base, uint64_t size, int device, bool swap_on_device) {
-  const bool swap = placement_config().policy == policy::PolicyKind::swap && swap::owns(base);
+void residency_track(uintptr_t base, uint64_t size, int device, Tracked what) {
+  const bool swap = what != Tracked::managed;
   // Policy off observes only; with any other policy, GPUMEMSHIM_PREFETCH decides. Movable memory
   // is always tracked: where it is counts against the budget, even when nothing moves it.
   if (!swap && (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off)) return;
@@ -111,9 +111,9 @@ void residency_track(uintptr_t base, uint64_t size, int device, bool swap_on_dev
   State& s = state();
   std::lock_guard lock(s.mu);
   policy::ResidencyPlanner& p = planner(s, device);
-  p.add_region(base, size, swap && swap_on_device);
+  p.add_region(base, size, what == Tracked::swap_on_device);
   ledger().set_resident(device, p.resident_bytes());
-  s.tracked[base] = State::Tracked{device, swap};
+  s.tracked[base] = State::Entry{device, swap};
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);

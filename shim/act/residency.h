@@ -10,10 +10,11 @@
 
 namespace gms::act {
 
-// Managed regions the planner may move: those the shim spilled and those the program allocated
-// with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch); and movable memory (policy swap),
-// made on the device (`swap_on_device`) or on the host.
-void residency_track(uintptr_t base, uint64_t size, int device, bool swap_on_device = false);
+// Regions the planner may move: managed memory, the shim's spills and what the program allocated
+// with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch); and movable memory (policy swap,
+// act/swap.h), made on the device or on the host.
+enum class Tracked : uint8_t { managed, swap_on_host, swap_on_device };
+void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed);
 void residency_forget(uintptr_t base);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);

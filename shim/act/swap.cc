@@ -136,12 +136,6 @@ void say(const char* what, CUresult r, uint64_t bytes) {
 
 uint64_t chunk_bytes() { return policy::ResidencyConfig{}.chunk_bytes; }
 
-bool owns(uintptr_t base) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  return s.ranges.count(base) != 0;
-}
-
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
   ShimScope scope;
   State& s = state();
@@ -209,18 +203,6 @@ CUresult destroy(uintptr_t base) {
     s.spare.clear();
   }
   return first;
-}
-
-uint64_t device_bytes(uintptr_t base) {
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  auto it = s.ranges.find(base);
-  if (it == s.ranges.end()) return 0;
-  uint64_t n = 0;
-  for (size_t i = 0; i < it->second.chunks.size(); ++i) {
-    if (it->second.chunks[i].device) n += it->second.size_of(i);
-  }
-  return n;
 }
 
 CUresult move(uintptr_t base, uint64_t offset, uint64_t bytes, bool to_device, CUstream stream, bool per_thread) {

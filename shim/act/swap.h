@@ -31,15 +31,9 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device);
 // Unmaps and releases everything behind the range. The caller makes sure no work still uses it.
 CUresult destroy(uintptr_t base);
 
-// Whether `base` is a range this module made.
-bool owns(uintptr_t base);
-
 // Moves the chunks covering [base + offset, base + offset + bytes) to the device or to the host,
 // copying their contents on `stream`. Chunks already there are left alone. On failure the chunks
 // not yet moved keep their backing (and their data); the result says the first error.
 CUresult move(uintptr_t base, uint64_t offset, uint64_t bytes, bool to_device, CUstream stream, bool per_thread);
-
-// Bytes of the range backed by device memory now.
-uint64_t device_bytes(uintptr_t base);
 
 }  // namespace gms::act::swap
