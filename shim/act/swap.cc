@@ -242,9 +242,10 @@ CUresult move(uintptr_t base, uint64_t offset, uint64_t bytes, bool to_device, C
     for (auto& [i, h] : moving) {
       Chunk& c = range.chunks[i];
       uint64_t size = range.size_of(i);
-      if (r != CUDA_SUCCESS || call_real(GMS_REAL(cuMemUnmap), va + range.offset_of(i), static_cast<size_t>(size)) != CUDA_SUCCESS) {
+      CUresult u = r == CUDA_SUCCESS ? call_real(GMS_REAL(cuMemUnmap), va + range.offset_of(i), static_cast<size_t>(size)) : r;
+      if (u != CUDA_SUCCESS) {
         give_host(s, h);
-        fail("eviction", r, size);
+        fail("eviction", u, size);
         continue;
       }
       CUresult m = map(va + range.offset_of(i), size, h.handle, range.dev);
