@@ -36,15 +36,15 @@ void ResidencyPlanner::lru_append(Region* r) {
   lru_tail_ = r;
 }
 
-void ResidencyPlanner::add_region(RegionId id, uint64_t size, bool resident) {
+void ResidencyPlanner::add_region(RegionId id, uint64_t size, uint64_t resident) {
   remove_region(id);
   Region& r = regions_[id];
   r.id = id;
   r.size = size;
   r.chunks = size / cfg_.chunk_bytes + (size % cfg_.chunk_bytes != 0);
-  if (resident) {
-    r.resident_chunks = r.chunks;
-    resident_total_ += size;
+  r.resident_chunks = resident >= size ? r.chunks : resident / cfg_.chunk_bytes;
+  if (r.resident_chunks > 0) {
+    resident_total_ += resident_of(r);
     lru_append(&r);
     r.last_ref = launch_ == 0 ? 1 : launch_;  // nonzero: in the LRU list, as the newest
   }
@@ -74,6 +74,32 @@ uint64_t ResidencyPlanner::resident_bytes(RegionId id) const {
 bool ResidencyPlanner::stays_remote(RegionId id) const {
   auto it = regions_.find(id);
   return it != regions_.end() && (it->second.pingpong_stopped || it->second.too_large_noted);
+}
+
+void ResidencyPlanner::evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
+  // Whole chunks of each region from its end backwards, just enough.
+  for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
+    if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0) continue;
+    const uint64_t before = resident_of(*r);
+    while (need > 0 && r->resident_chunks > 0) {
+      const uint64_t k = r->resident_chunks - 1;
+      const uint64_t chunk = bytes_of_chunks(*r, k + 1) - bytes_of_chunks(*r, k);
+      need -= std::min(need, chunk);
+      r->resident_chunks = k;
+    }
+    const uint64_t after = resident_of(*r);
+    out.push_back({ActionKind::evict_to_host, r->id, after, before - after});
+    r->last_evicted = launch_;
+    resident_total_ -= before - after;
+    stats_.evicted_bytes += before - after;
+  }
+}
+
+std::vector<Action> ResidencyPlanner::plan_room(uint64_t bytes, uint64_t budget) {
+  std::vector<Action> actions;
+  if (bytes > budget) return actions;
+  evict_lru(resident_total_ + bytes > budget ? resident_total_ + bytes - budget : 0, false, actions);
+  return actions;
 }
 
 std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& referenced, uint64_t budget) {
@@ -138,24 +164,8 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
   std::vector<Action> actions;
   actions.reserve(n_prefetch + n_notes);
 
-  // Make room (or follow a shrunken budget): whole chunks of the least recently used regions that
-  // this launch does not reference, each from its end backwards, just enough.
-  uint64_t need = resident_total_ > budget ? resident_total_ - budget : 0;
-  for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
-    if (r->seen == launch_ || r->resident_chunks == 0) continue;
-    const uint64_t before = resident_of(*r);
-    while (need > 0 && r->resident_chunks > 0) {
-      const uint64_t k = r->resident_chunks - 1;
-      const uint64_t chunk = bytes_of_chunks(*r, k + 1) - bytes_of_chunks(*r, k);
-      need -= std::min(need, chunk);
-      r->resident_chunks = k;
-    }
-    const uint64_t after = resident_of(*r);
-    actions.push_back({ActionKind::evict_to_host, r->id, after, before - after});
-    r->last_evicted = launch_;
-    resident_total_ -= before - after;
-    stats_.evicted_bytes += before - after;
-  }
+  // Make room (or follow a shrunken budget).
+  evict_lru(resident_total_ > budget ? resident_total_ - budget : 0, true, actions);
 
   for (const Region* r : scratch_) {
     if (r->plan != kPrefetch) continue;

@@ -86,9 +86,10 @@ class ResidencyPlanner {
   ResidencyPlanner(const ResidencyPlanner&) = delete;  // intrusive LRU list
   ResidencyPlanner& operator=(const ResidencyPlanner&) = delete;
 
-  // Starts on the host, not resident, or with `resident` all on the device and the most recently
-  // used (it was made there). An id already known is replaced (freed, then added).
-  void add_region(RegionId id, uint64_t size, bool resident = false);
+  // Starts with its first `resident` bytes on the device (rounded down to whole chunks; `size` or
+  // more: all of it) and the rest on the host. A region with anything resident is the most recently
+  // used (it was just made there). An id already known is replaced (freed, then added).
+  void add_region(RegionId id, uint64_t size, uint64_t resident = 0);
   // Freed: its resident bytes no longer count. Unknown ids are ignored.
   void remove_region(RegionId id);
 
@@ -96,6 +97,11 @@ class ResidencyPlanner {
   // ordinary device allocations). Returns the actions to issue before the launch and updates
   // residency as if they were carried out.
   std::vector<Action> plan_launch(const std::vector<RegionId>& referenced, uint64_t budget);
+
+  // Room for `bytes` more on the device (a region about to be made there) within `budget`:
+  // evictions of the least recently used chunks, the same way a launch makes room but with no
+  // region protected. Returns nothing when `bytes` alone exceeds the budget.
+  std::vector<Action> plan_room(uint64_t bytes, uint64_t budget);
 
   // The host touched it or copies moved it: none of it is resident any more (not an eviction, so
   // it does not count towards ping-pong).
@@ -133,6 +139,9 @@ class ResidencyPlanner {
   bool within_window(uint64_t event_launch) const;
   void lru_unlink(Region* r);
   void lru_append(Region* r);
+  // Evicts whole chunks, least recently used regions first, until `need` bytes are gone; skips the
+  // regions the current launch references when `spare_referenced`.
+  void evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out);
 
   ResidencyConfig cfg_;
   std::unordered_map<RegionId, Region> regions_;  // node-based: Region addresses are stable

@@ -45,13 +45,13 @@ TEST(Residency, NewRegionStartsOnHost) {
 
 TEST(Residency, RegionMadeOnTheDeviceIsResidentAndTheNewestToEvict) {
   ResidencyPlanner p(small_chunks());
-  p.add_region(1, 4 * MiB, /*resident=*/true);
+  p.add_region(1, 4 * MiB, /*resident=*/4 * MiB);
   EXPECT_EQ(p.resident_bytes(), 4 * MiB);
   EXPECT_EQ(p.resident_bytes(1), 4 * MiB);
   EXPECT_EQ(p.plan_launch({1}, 8 * MiB), Actions{}) << "nothing to move: it is there";
   p.add_region(2, 4 * MiB);
   p.plan_launch({2}, 8 * MiB);
-  p.add_region(3, 4 * MiB, /*resident=*/true);  // made after 1 and 2 were used: the newest
+  p.add_region(3, 4 * MiB, /*resident=*/4 * MiB);  // made after 1 and 2 were used: the newest
   // Over the budget now (12 MiB resident in 8): the least recently used, 1, goes, and only it.
   EXPECT_EQ(p.plan_launch({}, 8 * MiB), (Actions{ev(1, 0, 4 * MiB)}));
   EXPECT_EQ(p.resident_bytes(), 8 * MiB);
@@ -61,9 +61,35 @@ TEST(Residency, RegionMadeOnTheDeviceIsResidentAndTheNewestToEvict) {
 
 TEST(Residency, RegionMadeOnTheDeviceBeforeAnyLaunchCanBeEvicted) {
   ResidencyPlanner p(small_chunks());
-  p.add_region(1, 6 * MiB, /*resident=*/true);
+  p.add_region(1, 6 * MiB, /*resident=*/6 * MiB);
   p.add_region(2, 4 * MiB);
   EXPECT_EQ(p.plan_launch({2}, 8 * MiB), (Actions{ev(1, 4 * MiB, 2 * MiB), pf(2, 0, 4 * MiB)}));
+}
+
+TEST(Residency, RegionMadePartlyOnTheDeviceKeepsWholeChunksOfItsPrefix) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 7 * MiB, /*resident=*/5 * MiB);  // reused memory: chunks 0 and 1 there, 2 and 3 not
+  EXPECT_EQ(p.resident_bytes(1), 4 * MiB) << "a part of a chunk is not resident";
+  EXPECT_EQ(p.plan_launch({1}, 100 * MiB), (Actions{pf(1, 4 * MiB, 3 * MiB)})) << "only the missing tail";
+  p.add_region(2, 3 * MiB, /*resident=*/3 * MiB);
+  EXPECT_EQ(p.resident_bytes(2), 3 * MiB) << "all of it, the short last chunk included";
+  EXPECT_EQ(p.resident_bytes(), 10 * MiB);
+}
+
+TEST(Residency, RoomForANewRegionEvictsTheLeastRecentlyUsedJustEnough) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.plan_launch({2}, 8 * MiB);
+  EXPECT_EQ(p.plan_room(2 * MiB, 12 * MiB), Actions{}) << "it fits";
+  EXPECT_EQ(p.plan_room(3 * MiB, 10 * MiB), (Actions{ev(1, 2 * MiB, 2 * MiB)})) << "1 is older: its last chunk is enough";
+  EXPECT_EQ(p.resident_bytes(), 6 * MiB) << "the planner counts the eviction as done, not the new bytes";
+  EXPECT_EQ(p.plan_room(7 * MiB, 8 * MiB), (Actions{ev(1, 0, 2 * MiB), ev(2, 0, 4 * MiB)}))
+      << "no region is spared, not even the last launch's";
+  EXPECT_EQ(p.plan_room(9 * MiB, 8 * MiB), Actions{}) << "larger than the budget: nothing moves for it";
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_EQ(p.stats().evicted_bytes, 8 * MiB);
 }
 
 TEST(Residency, PrefetchesReferencedRegionOnce) {
