@@ -12,6 +12,9 @@
 namespace gms::act {
 
 const policy::PlacementConfig& placement_config();
+// At load, before the program runs: under policy swap, PyTorch is asked for its cudaMallocAsync
+// allocator backend unless the program's environment already configures PyTorch's allocator.
+void placement_init();
 // Whether allocations need deciding at all: a policy other than off, or an enforced limit.
 bool placement_active();
 // The budget of a device, resolved once from the driver and GPUMEMSHIM_DEVICE_LIMIT.

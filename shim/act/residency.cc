@@ -99,10 +99,47 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
                     : call_real(GMS_REAL(cuMemPrefetchAsync_v2), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream);
 }
 
+// Issues the planner's actions: managed memory with prefetches on the stream, movable memory in one
+// batch (act/swap.h).
+void carry_out(const std::vector<policy::Action>& actions, const std::vector<bool>& movable, int dev, CUstream stream,
+               bool per_thread) {
+  Stats& st = runtime_stats();
+  CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  auto done = [&](const policy::Action& a, CUresult r) {
+    if (r != CUDA_SUCCESS) return;
+    const bool in = a.kind == policy::ActionKind::prefetch_to_device;
+    st.decision(in ? Decision::prefetched : Decision::evicted, a.bytes);
+    if (trace::enabled()) {
+      trace::decision(in ? "prefetch" : "evict", a.region + a.offset, a.bytes, dev,
+                      in ? "referenced by the kernel" : "least recently used, for room in the budget");
+    }
+  };
+  std::vector<swap::Move> moves;
+  std::vector<size_t> moved;  // the action of each move
+  for (size_t k = 0; k < actions.size(); ++k) {
+    const policy::Action& a = actions[k];
+    if (a.kind == policy::ActionKind::stay_remote) {
+      st.decision(Decision::left_remote, a.bytes);
+      if (trace::enabled()) trace::decision("left_remote", a.region + a.offset, a.bytes, dev, "larger than the budget, or moving back and forth");
+      continue;
+    }
+    const bool in = a.kind == policy::ActionKind::prefetch_to_device;
+    if (movable[k]) {
+      moves.push_back({a.region, a.offset, a.bytes, in});
+      moved.push_back(k);
+    } else {
+      done(a, move(a.region + a.offset, a.bytes, in ? gpu : host, stream, per_thread));
+    }
+  }
+  swap::move(moves, stream, per_thread);
+  for (size_t j = 0; j < moves.size(); ++j) done(actions[moved[j]], moves[j].result);
+}
+
 }  // namespace
 
-void residency_track(uintptr_t base, uint64_t size, int device, Tracked what) {
-  const bool swap = what != Tracked::managed;
+void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, uint64_t resident) {
+  const bool swap = what == Tracked::swap;
   // Policy off observes only; with any other policy, GPUMEMSHIM_PREFETCH decides. Movable memory
   // is always tracked: where it is counts against the budget, even when nothing moves it.
   if (!swap && (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off)) return;
@@ -111,13 +148,37 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what) {
   State& s = state();
   std::lock_guard lock(s.mu);
   policy::ResidencyPlanner& p = planner(s, device);
-  p.add_region(base, size, what == Tracked::swap_on_device);
+  p.add_region(base, size, resident);
   ledger().set_resident(device, p.resident_bytes());
   s.tracked[base] = State::Entry{device, swap};
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
   if (base + size > hi) g_hi.store(base + size);
+}
+
+void residency_make_room(int device, uint64_t bytes) {
+  if (device < 0 || device >= kMaxDevices || g_tracked_regions.load(std::memory_order_relaxed) == 0 ||
+      options().prefetch == Prefetch::off) {
+    return;
+  }
+  ShimScope scope;
+  State& s = state();
+  std::vector<policy::Action> actions;
+  std::vector<bool> movable;
+  {
+    std::lock_guard lock(s.mu);
+    uint64_t limit = device_limit(device), used = ledger().used(device);
+    policy::ResidencyPlanner& p = planner(s, device);
+    actions = p.plan_room(bytes, used < limit ? limit - used : 0);
+    ledger().set_resident(device, p.resident_bytes());
+    for (const policy::Action& a : actions) {
+      auto t = s.tracked.find(a.region);
+      movable.push_back(t != s.tracked.end() && t->second.swap);
+    }
+  }
+  // Not ordered after any particular stream: the context synchronisation before the remaps is.
+  carry_out(actions, movable, device, nullptr, false);
 }
 
 uint64_t residency_resident_bytes(uintptr_t base) {
@@ -178,8 +239,12 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     if (referenced.empty() || entry::stream_capturing(stream, per_thread)) return;
     uint64_t limit = device_limit(dev), used = ledger().used(dev);
     policy::ResidencyPlanner& p = planner(s, dev);
-    actions = p.plan_launch(referenced, used < limit ? limit - used : 0);
+    const uint64_t budget = used < limit ? limit - used : 0;
+    actions = p.plan_launch(referenced, budget);
     ledger().set_resident(dev, p.resident_bytes());
+    // Freed movable ranges kept for reuse hold device memory too: the first to go for room.
+    uint64_t kept = swap::retired_device_bytes(dev);
+    if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget);
     for (const policy::Action& a : actions) {
       auto t = s.tracked.find(a.region);
       movable.push_back(t != s.tracked.end() && t->second.swap);
@@ -191,32 +256,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
       log(LogLevel::debug, l);
     }
   }
-  Stats& st = runtime_stats();
-  CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
-  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
-  for (size_t k = 0; k < actions.size(); ++k) {
-    const policy::Action& a = actions[k];
-    switch (a.kind) {
-      case policy::ActionKind::prefetch_to_device:
-        if ((movable[k] ? swap::move(a.region, a.offset, a.bytes, true, stream, per_thread)
-                        : move(a.region + a.offset, a.bytes, gpu, stream, per_thread)) == CUDA_SUCCESS) {
-          st.decision(Decision::prefetched, a.bytes);
-          if (trace::enabled()) trace::decision("prefetch", a.region + a.offset, a.bytes, dev, "referenced by the kernel");
-        }
-        break;
-      case policy::ActionKind::evict_to_host:
-        if ((movable[k] ? swap::move(a.region, a.offset, a.bytes, false, stream, per_thread)
-                        : move(a.region + a.offset, a.bytes, host, stream, per_thread)) == CUDA_SUCCESS) {
-          st.decision(Decision::evicted, a.bytes);
-          if (trace::enabled()) trace::decision("evict", a.region + a.offset, a.bytes, dev, "least recently used, for room in the budget");
-        }
-        break;
-      case policy::ActionKind::stay_remote:
-        st.decision(Decision::left_remote, a.bytes);
-        if (trace::enabled()) trace::decision("left_remote", a.region + a.offset, a.bytes, dev, "larger than the budget, or moving back and forth");
-        break;
-    }
-  }
+  carry_out(actions, movable, dev, stream, per_thread);
   if (trace::enabled()) trace::budget(dev);
 }
 

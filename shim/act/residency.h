@@ -12,10 +12,14 @@ namespace gms::act {
 
 // Regions the planner may move: managed memory, the shim's spills and what the program allocated
 // with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch); and movable memory (policy swap,
-// act/swap.h), made on the device or on the host.
-enum class Tracked : uint8_t { managed, swap_on_host, swap_on_device };
-void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed);
+// act/swap.h), whose first `resident` bytes are on the device when it is tracked.
+enum class Tracked : uint8_t { managed, swap };
+void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed, uint64_t resident = 0);
 void residency_forget(uintptr_t base);
+// Evicts the least recently used tracked memory of `device` until `bytes` more fit in its budget
+// (nothing if they never could). For a new movable range, which is cheaper made on the device
+// than made on the host and brought in by the next launch.
+void residency_make_room(int device, uint64_t bytes);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
 

@@ -1,14 +1,18 @@
 #include "swap.h"
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "core/guard.h"
+#include "core/ledger.h"
 #include "core/log.h"
+#include "core/runtime.h"
 #include "entry/common.h"
 #include "policy/residency.h"
+#include "trace/trace.h"
 
 namespace gms::act::swap {
 namespace {
@@ -39,18 +43,60 @@ struct Range {
   std::vector<Chunk> chunks;
   uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
   uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
+  // Device-backed chunks form a prefix (the planner evicts from the end): its bytes.
+  uint64_t device_bytes() const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < chunks.size() && chunks[i].device; ++i) n += size_of(i);
+    return n;
+  }
 };
 
+// A range the program freed, kept mapped for reuse.
+struct Retired {
+  uintptr_t base = 0;
+  Range range;
+  CUevent freed = nullptr;  // recorded by a stream-ordered free; null: nothing left to wait for
+  CUstream stream = nullptr;
+  bool per_thread = false;
+};
+
+constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
+
 struct State {
-  std::mutex mu;  // guards everything below; held across a move (moves are rare and synchronous)
+  std::mutex mu;  // guards everything below; held across moves (they are synchronous anyway)
   std::unordered_map<uintptr_t, Range> ranges;
   std::multimap<uint64_t, HostChunk> spare;  // by size
+  std::deque<Retired> retired;               // oldest first
+  uint64_t retired_device[kMaxDevices] = {};
+  uint64_t retired_total[kMaxDevices] = {};
+  std::vector<CUevent> events[kMaxDevices];  // unrecorded, for stream-ordered frees
 };
 
 State& state() {
   static NoDestructor<State> s;
   return *s;
 }
+
+// Adds the time from construction to destruction to a statistic.
+class Timed {
+ public:
+  explicit Timed(Timing t) : t_(t), t0_(trace::monotonic_ns()) {}
+  ~Timed() { runtime_stats().time(t_, trace::monotonic_ns() - t0_); }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  Timing t_;
+  uint64_t t0_;
+};
+
+CUresult sync_context() {
+  Timed t(Timing::swap_wait_ns);
+  return call_real(GMS_REAL(cuCtxSynchronize));
+}
+
+// The handle that names `stream` for calls without a _ptsz form.
+CUstream handle(CUstream stream, bool per_thread) { return per_thread && !stream ? CU_STREAM_PER_THREAD : stream; }
 
 CUmemAllocationProp prop(bool host, int dev) {
   CUmemAllocationProp p{};
@@ -110,7 +156,7 @@ CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
 
 void give_host(State& s, const HostChunk& h) { s.spare.emplace(h.size, h); }
 
-// Releases chunk i's backing; the program's range must already be unmapped there.
+// Releases a chunk's backing; the program's range must already be unmapped there.
 void release(State& s, Chunk& c) {
   if (c.device) {
     call_real(GMS_REAL(cuMemRelease), c.device);
@@ -118,6 +164,53 @@ void release(State& s, Chunk& c) {
   } else if (c.host.handle) {
     give_host(s, c.host);
     c.host = {};
+  }
+}
+
+// Unmaps and releases everything behind a range nothing uses any more.
+CUresult destroy(State& s, uintptr_t base, Range& range) {
+  CUresult first = CUDA_SUCCESS;
+  for (size_t i = 0; i < range.chunks.size(); ++i) {
+    CUresult r = call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base + range.offset_of(i)),
+                           static_cast<size_t>(range.size_of(i)));
+    if (r == CUDA_SUCCESS) release(s, range.chunks[i]);  // else leak it rather than reuse mapped memory
+    if (first == CUDA_SUCCESS) first = r;
+  }
+  CUresult r = call_real(GMS_REAL(cuMemAddressFree), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size));
+  return first == CUDA_SUCCESS ? r : first;
+}
+
+// Waits for a retired range's free, if it was stream-ordered, and gives its event back.
+void settle(State& s, Retired& t) {
+  if (!t.freed) return;
+  call_real(GMS_REAL(cuEventSynchronize), t.freed);
+  s.events[t.range.dev].push_back(t.freed);
+  t.freed = nullptr;
+}
+
+// Caller holds s.mu. Removes retired range k from the list and its tallies.
+Retired take_retired(State& s, size_t k) {
+  Retired t = std::move(s.retired[k]);
+  s.retired.erase(s.retired.begin() + static_cast<std::ptrdiff_t>(k));
+  s.retired_device[t.range.dev] -= t.range.device_bytes();
+  s.retired_total[t.range.dev] -= t.range.size;
+  return t;
+}
+
+void release_one(State& s, size_t k) {
+  Retired t = take_retired(s, k);
+  settle(s, t);
+  destroy(s, t.base, t.range);
+}
+
+// Caller holds s.mu.
+void release_all(State& s) {
+  while (!s.retired.empty()) release_one(s, 0);
+  for (auto& [size, h] : s.spare) drop_host(h);
+  s.spare.clear();
+  for (auto& pool : s.events) {
+    for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
+    pool.clear();
   }
 }
 
@@ -132,15 +225,51 @@ void say(const char* what, CUresult r, uint64_t bytes) {
   log(LogLevel::warn, l);
 }
 
+void say_lost(uint64_t size, CUdeviceptr va) {
+  Line l;
+  l.str("swap: could not map ").bytes(size).str(" back at ").hex(va).str(": that part of the range is gone");
+  log(LogLevel::error, l);
+}
+
 }  // namespace
 
 uint64_t chunk_bytes() { return policy::ResidencyConfig{}.chunk_bytes; }
+uint64_t reserved_bytes(uint64_t bytes) { return round_up(bytes == 0 ? 1 : bytes); }
+
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* resident) {
+  if (dev < 0 || dev >= kMaxDevices) return false;
+  ShimScope scope;
+  Timed timed(Timing::swap_create_ns);
+  State& s = state();
+  const uint64_t size = reserved_bytes(bytes);
+  std::lock_guard lock(s.mu);
+  for (size_t k = 0; k < s.retired.size(); ++k) {
+    if (s.retired[k].range.size != size || s.retired[k].range.dev != dev) continue;
+    Retired t = take_retired(s, k);
+    if (t.freed && use.stream_ordered) {
+      // The same stream orders the reuse after the free by itself; another waits on the GPU.
+      bool same = t.stream == use.stream && t.per_thread == use.per_thread;
+      if (same || call_real(GMS_REAL(cuStreamWaitEvent), handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
+        s.events[dev].push_back(t.freed);
+        t.freed = nullptr;
+      }
+    }
+    settle(s, t);
+    *resident = t.range.device_bytes();
+    *out = static_cast<CUdeviceptr>(t.base);
+    s.ranges.emplace(t.base, std::move(t.range));
+    runtime_stats().decision(Decision::swap_reused, size);
+    return true;
+  }
+  return false;
+}
 
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
   ShimScope scope;
+  Timed timed(Timing::swap_create_ns);
   State& s = state();
   Range range;
-  range.size = round_up(bytes == 0 ? 1 : bytes);
+  range.size = reserved_bytes(bytes);
   range.dev = dev;
   CUdeviceptr va = 0;
   CUresult r = call_real(GMS_REAL(cuMemAddressReserve), &va, static_cast<size_t>(range.size), size_t{0}, CUdeviceptr{0}, 0ull);
@@ -180,143 +309,217 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
   return CUDA_SUCCESS;
 }
 
-CUresult destroy(uintptr_t base) {
+CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   ShimScope scope;
+  Timed timed(Timing::swap_free_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
   auto it = s.ranges.find(base);
   if (it == s.ranges.end()) return CUDA_ERROR_INVALID_VALUE;
-  Range& range = it->second;
-  CUresult first = CUDA_SUCCESS;
-  for (size_t i = 0; i < range.chunks.size(); ++i) {
-    CUresult r = call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base + range.offset_of(i)),
-                           static_cast<size_t>(range.size_of(i)));
-    if (r == CUDA_SUCCESS) release(s, range.chunks[i]);  // else leak it rather than reuse mapped memory
-    if (first == CUDA_SUCCESS) first = r;
+  Retired t;
+  t.base = base;
+  t.stream = use.stream;
+  t.per_thread = use.per_thread;
+  const int dev = it->second.dev;
+  CUresult r = CUDA_SUCCESS;
+  if (use.stream_ordered) {
+    // Work queued on the stream before the free may still use the range: the event marks its end.
+    auto& pool = s.events[dev];
+    CUevent e = nullptr;
+    if (!pool.empty()) {
+      e = pool.back();
+      pool.pop_back();
+    } else if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+      e = nullptr;
+    }
+    if (e && call_real(GMS_REAL(cuEventRecord), e, handle(use.stream, use.per_thread)) == CUDA_SUCCESS) {
+      t.freed = e;
+    } else {
+      if (e) pool.push_back(e);
+      Timed w(Timing::swap_wait_ns);
+      r = use.per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), use.stream)
+                         : call_real(GMS_REAL(cuStreamSynchronize), use.stream);
+    }
+  } else {
+    // Movable memory gets remapped when reused or released: under a queued kernel (on any stream)
+    // that would fault.
+    r = sync_context();
   }
-  CUresult r = call_real(GMS_REAL(cuMemAddressFree), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size));
-  if (first == CUDA_SUCCESS) first = r;
+  if (r != CUDA_SUCCESS) return r;  // the program keeps it: nothing is known to be safe
+  t.range = std::move(it->second);
   s.ranges.erase(it);
+  s.retired_device[dev] += t.range.device_bytes();
+  s.retired_total[dev] += t.range.size;
+  s.retired.push_back(std::move(t));
   if (s.ranges.empty()) {
-    // The program holds no movable memory any more: the spare host memory goes back too.
-    for (auto& [size, h] : s.spare) drop_host(h);
-    s.spare.clear();
+    // The program holds no movable memory any more: what was kept for it goes back too.
+    release_all(s);
+    return CUDA_SUCCESS;
   }
-  return first;
+  for (size_t k = 0; k < s.retired.size() && s.retired_total[dev] > keep;) {
+    if (s.retired[k].range.dev == dev) {
+      release_one(s, k);
+    } else {
+      ++k;
+    }
+  }
+  return CUDA_SUCCESS;
 }
 
-CUresult move(uintptr_t base, uint64_t offset, uint64_t bytes, bool to_device, CUstream stream, bool per_thread) {
+uint64_t retired_device_bytes(int dev) {
+  if (dev < 0 || dev >= kMaxDevices) return 0;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.retired_device[dev];
+}
+
+void release_retired(int dev, uint64_t device_bytes) {
+  if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.ranges.find(base);
-  if (it == s.ranges.end()) return CUDA_ERROR_INVALID_VALUE;
-  Range& range = it->second;
-  const CUdeviceptr va = static_cast<CUdeviceptr>(base);
-  size_t from = offset / chunk_bytes();
-  size_t to = std::min(range.chunks.size(), static_cast<size_t>((offset + bytes + chunk_bytes() - 1) / chunk_bytes()));
-  CUresult first = CUDA_SUCCESS;
-  auto fail = [&](const char* what, CUresult r, uint64_t n) {
-    say(what, r, n);
-    if (first == CUDA_SUCCESS) first = r;
-  };
-
-  if (!to_device) {
-    // Out: copy each device chunk into host memory after the work queued before it on the stream,
-    // wait for everything queued anywhere, then back the range with the host copy.
-    std::vector<std::pair<size_t, HostChunk>> moving;
-    for (size_t i = from; i < to; ++i) {
-      if (!range.chunks[i].device) continue;
-      HostChunk h;
-      CUresult r = take_host(s, range.size_of(i), range.dev, &h);
-      if (r == CUDA_SUCCESS) r = copy(h.side, va + range.offset_of(i), range.size_of(i), stream, per_thread);
-      if (r != CUDA_SUCCESS) {
-        if (h.handle) give_host(s, h);
-        fail("eviction", r, range.size_of(i));
-        continue;
-      }
-      moving.emplace_back(i, h);
-    }
-    if (moving.empty()) return first;
-    CUresult r = call_real(GMS_REAL(cuCtxSynchronize));
-    for (auto& [i, h] : moving) {
-      Chunk& c = range.chunks[i];
-      uint64_t size = range.size_of(i);
-      CUresult u = r == CUDA_SUCCESS ? call_real(GMS_REAL(cuMemUnmap), va + range.offset_of(i), static_cast<size_t>(size)) : r;
-      if (u != CUDA_SUCCESS) {
-        give_host(s, h);
-        fail("eviction", u, size);
-        continue;
-      }
-      CUresult m = map(va + range.offset_of(i), size, h.handle, range.dev);
-      if (m != CUDA_SUCCESS) {
-        // Put the device memory back: it still holds the data.
-        give_host(s, h);
-        if (map(va + range.offset_of(i), size, c.device, range.dev) != CUDA_SUCCESS) {
-          Line l;
-          l.str("swap: could not map ").bytes(size).str(" back at ").hex(va + range.offset_of(i)).str(": that part of the range is gone");
-          log(LogLevel::error, l);
-        }
-        fail("eviction", m, size);
-        continue;
-      }
-      call_real(GMS_REAL(cuMemRelease), c.device);
-      c.device = 0;
-      c.host = h;
-    }
-    return first;
-  }
-
-  // In: nothing queued may be using the host-backed chunks while their backing changes; then the
-  // range is backed by new device memory and filled from the host copy, which is kept until the
-  // copies are done.
-  std::vector<size_t> moving;
-  for (size_t i = from; i < to; ++i) {
-    if (!range.chunks[i].device) moving.push_back(i);
-  }
-  if (moving.empty()) return CUDA_SUCCESS;
-  CUresult r = call_real(GMS_REAL(cuCtxSynchronize));
-  if (r != CUDA_SUCCESS) {
-    fail("prefetch", r, bytes);
-    return first;
-  }
-  std::vector<HostChunk> done;
-  for (size_t i : moving) {
-    Chunk& c = range.chunks[i];
-    uint64_t off = range.offset_of(i), size = range.size_of(i);
-    CUmemGenericAllocationHandle d = 0;
-    CUmemAllocationProp p = prop(false, range.dev);
-    r = call_real(GMS_REAL(cuMemCreate), &d, static_cast<size_t>(size), &p, 0ull);
-    if (r != CUDA_SUCCESS) {
-      fail("prefetch", r, size);  // the device is full: this chunk stays on the host
+  uint64_t freed = 0;
+  for (size_t k = 0; k < s.retired.size() && freed < device_bytes;) {
+    const Range& range = s.retired[k].range;
+    if (range.dev != dev || range.device_bytes() == 0) {
+      ++k;
       continue;
     }
-    r = call_real(GMS_REAL(cuMemUnmap), va + off, static_cast<size_t>(size));
-    if (r == CUDA_SUCCESS) {
-      r = map(va + off, size, d, range.dev);
-      if (r != CUDA_SUCCESS && map(va + off, size, c.host.handle, range.dev) != CUDA_SUCCESS) {
-        Line l;
-        l.str("swap: could not map ").bytes(size).str(" back at ").hex(va + off).str(": that part of the range is gone");
-        log(LogLevel::error, l);
+    freed += range.device_bytes();
+    release_one(s, k);
+  }
+}
+
+void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
+  if (moves.empty()) return;
+  ShimScope scope;
+  Timed timed(Timing::swap_move_ns);
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto fail = [](Move& m, const char* what, CUresult r, uint64_t n) {
+    say(what, r, n);
+    if (m.result == CUDA_SUCCESS) m.result = r;
+  };
+  struct Out {
+    Move* m;
+    Range* range;
+    size_t i;
+    HostChunk host;
+  };
+  struct In {
+    Move* m;
+    Range* range;
+    size_t i;
+  };
+  std::vector<Out> outs;
+  std::vector<In> ins;
+  for (Move& m : moves) {
+    auto it = s.ranges.find(m.base);
+    if (it == s.ranges.end()) {
+      m.result = CUDA_ERROR_INVALID_VALUE;
+      continue;
+    }
+    Range& range = it->second;
+    size_t from = m.offset / chunk_bytes();
+    size_t to = std::min(range.chunks.size(), static_cast<size_t>((m.offset + m.bytes + chunk_bytes() - 1) / chunk_bytes()));
+    for (size_t i = from; i < to; ++i) {
+      if (m.to_device) {
+        if (!range.chunks[i].device) ins.push_back({&m, &range, i});
+        continue;
+      }
+      if (!range.chunks[i].device) continue;
+      // Out: copy the chunk into host memory after the work queued before it on the stream.
+      HostChunk h;
+      CUresult r = take_host(s, range.size_of(i), range.dev, &h);
+      if (r == CUDA_SUCCESS) r = copy(h.side, m.base + range.offset_of(i), range.size_of(i), stream, per_thread);
+      if (r != CUDA_SUCCESS) {
+        if (h.handle) give_host(s, h);
+        fail(m, "eviction", r, range.size_of(i));
+        continue;
+      }
+      outs.push_back({&m, &range, i, h});
+    }
+  }
+  if (outs.empty() && ins.empty()) return;
+
+  // Nothing queued anywhere may be using a chunk while its backing changes.
+  CUresult r = sync_context();
+  if (r != CUDA_SUCCESS) {
+    for (Out& o : outs) give_host(s, o.host);
+    for (Move& m : moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
+    return;
+  }
+
+  // Evictions: the range is backed by its host copy; the device memory goes to the prefetches.
+  std::multimap<uint64_t, CUmemGenericAllocationHandle> freed;  // by size
+  for (Out& o : outs) {
+    Chunk& c = o.range->chunks[o.i];
+    uint64_t size = o.range->size_of(o.i);
+    CUdeviceptr va = o.m->base + o.range->offset_of(o.i);
+    CUresult u = call_real(GMS_REAL(cuMemUnmap), va, static_cast<size_t>(size));
+    if (u != CUDA_SUCCESS) {
+      give_host(s, o.host);
+      fail(*o.m, "eviction", u, size);
+      continue;
+    }
+    CUresult m = map(va, size, o.host.handle, o.range->dev);
+    if (m != CUDA_SUCCESS) {
+      // Put the device memory back: it still holds the data.
+      give_host(s, o.host);
+      if (map(va, size, c.device, o.range->dev) != CUDA_SUCCESS) say_lost(size, va);
+      fail(*o.m, "eviction", m, size);
+      continue;
+    }
+    freed.emplace(size, c.device);
+    c.device = 0;
+    c.host = o.host;
+  }
+
+  // Prefetches: new device backing (an evicted chunk's, else new), filled from the host copy,
+  // which is kept until the copies are done.
+  std::vector<HostChunk> done;
+  for (In& in : ins) {
+    Chunk& c = in.range->chunks[in.i];
+    uint64_t size = in.range->size_of(in.i);
+    CUdeviceptr va = in.m->base + in.range->offset_of(in.i);
+    CUmemGenericAllocationHandle d = 0;
+    auto f = freed.find(size);
+    if (f != freed.end()) {
+      d = f->second;
+      freed.erase(f);
+    } else {
+      CUmemAllocationProp p = prop(false, in.range->dev);
+      r = call_real(GMS_REAL(cuMemCreate), &d, static_cast<size_t>(size), &p, 0ull);
+      if (r != CUDA_SUCCESS) {
+        fail(*in.m, "prefetch", r, size);  // the device is full: this chunk stays on the host
+        continue;
       }
     }
-    if (r == CUDA_SUCCESS) r = copy(va + off, c.host.side, size, stream, per_thread);
+    r = call_real(GMS_REAL(cuMemUnmap), va, static_cast<size_t>(size));
+    if (r == CUDA_SUCCESS) {
+      r = map(va, size, d, in.range->dev);
+      if (r != CUDA_SUCCESS && map(va, size, c.host.handle, in.range->dev) != CUDA_SUCCESS) say_lost(size, va);
+    }
+    if (r == CUDA_SUCCESS) r = copy(va, c.host.side, size, stream, per_thread);
     if (r != CUDA_SUCCESS) {
       call_real(GMS_REAL(cuMemRelease), d);
-      fail("prefetch", r, size);
+      fail(*in.m, "prefetch", r, size);
       continue;
     }
     done.push_back(c.host);
     c.host = {};
     c.device = d;
   }
+  for (auto& [size, d] : freed) call_real(GMS_REAL(cuMemRelease), d);
   if (!done.empty()) {
     // Other streams may use the chunks next: the copies must be over before anyone launches.
+    Timed w(Timing::swap_wait_ns);
     r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream) : call_real(GMS_REAL(cuStreamSynchronize), stream);
-    if (r != CUDA_SUCCESS) fail("prefetch", r, bytes);
+    if (r != CUDA_SUCCESS) {
+      for (In& in : ins) fail(*in.m, "prefetch", r, in.m->bytes);
+    }
     for (const HostChunk& h : done) give_host(s, h);
   }
-  return first;
 }
 
 }  // namespace gms::act::swap

@@ -11,11 +11,17 @@
 // direction 55 GB/s plus 4 ms per GiB against 43 to 50 GB/s. Training loops that outgrow their
 // budget evict as much as they bring back.
 //
-// Moves are synchronous: the copies go on the launch's stream, then the whole context is
-// synchronised before the range is remapped, so no queued kernel (on any stream) can be using the
-// chunk while its backing changes. A launch that moves something therefore waits for the work
-// queued before it.
+// Moves are synchronous: a launch's moves are carried out together, with one synchronisation of
+// the context before any range is remapped, so no queued kernel (on any stream) can be using a
+// chunk while its backing changes, and one of the stream after the copies in.
+//
+// Freed ranges are kept, mapped as they are, and handed out again for an allocation of the same
+// size: a framework that frees and allocates the same tensors every step (PyTorch with its
+// cudaMallocAsync backend) then pays for no mapping at all, and a stream-ordered free waits for
+// nothing (an event recorded on its stream orders the reuse). Retired ranges give their device
+// memory back first whenever room is needed.
 #include <cstdint>
+#include <vector>
 
 #include "driver/cuda_driver.h"
 
@@ -23,17 +29,48 @@ namespace gms::act::swap {
 
 // The unit of backing: the residency planner's chunk, so its actions map to whole chunks.
 uint64_t chunk_bytes();
+// What a range of `bytes` takes: rounded up to cuMemCreate's granularity.
+uint64_t reserved_bytes(uint64_t bytes);
 
-// Reserves a range of `bytes` (rounded up to 2 MiB) on `dev` and backs it with device memory when
-// `on_device`, else with host memory. Out-of-memory and other driver errors leave nothing behind.
+// How the program asked for memory or gave it back: stream-ordered on `stream`, or not.
+struct Use {
+  CUstream stream = nullptr;
+  bool stream_ordered = false;
+  bool per_thread = false;  // stream 0 is the per-thread default stream
+};
+
+// Hands out a retired range of the same reserved size on `dev`, if one is kept, with *resident set
+// to how many of its first bytes are on the device. A stream-ordered use on another stream waits
+// for the free on the GPU; one that is not stream-ordered waits for it here.
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* resident);
+
+// Reserves a new range of `bytes` on `dev` and backs it with device memory when `on_device`, else
+// with host memory. Out-of-memory and other driver errors leave nothing behind.
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device);
 
-// Unmaps and releases everything behind the range. The caller makes sure no work still uses it.
-CUresult destroy(uintptr_t base);
+// The program freed the range. A stream-ordered free records an event on its stream; any other
+// waits for the context (a kernel may still use the memory). The range is then kept for reuse;
+// the oldest retired ranges of its device are released while they hold more than `keep` bytes.
+// When the program holds no movable memory any more, everything kept is released.
+CUresult retire(uintptr_t base, const Use& use, uint64_t keep);
 
-// Moves the chunks covering [base + offset, base + offset + bytes) to the device or to the host,
-// copying their contents on `stream`. Chunks already there are left alone. On failure the chunks
-// not yet moved keep their backing (and their data); the result says the first error.
-CUresult move(uintptr_t base, uint64_t offset, uint64_t bytes, bool to_device, CUstream stream, bool per_thread);
+// Device memory held by the retired ranges of `dev`.
+uint64_t retired_device_bytes(int dev);
+// Releases the oldest retired ranges of `dev` until at least `device_bytes` of device memory have
+// been given back (or none are left).
+void release_retired(int dev, uint64_t device_bytes);
+
+// One of a launch's moves: the chunks covering [base + offset, base + offset + bytes).
+struct Move {
+  uintptr_t base = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  bool to_device = false;
+  CUresult result = CUDA_SUCCESS;  // out: the first error; chunks not moved keep their data
+};
+// Carries out `moves` together: evictions copy out on `stream`, then one context synchronisation,
+// then the remaps, the device memory evictions free backing the prefetches, whose copies in go on
+// `stream`, then one synchronisation of `stream`. Chunks already where they should be stay.
+void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
 }  // namespace gms::act::swap

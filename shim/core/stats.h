@@ -44,6 +44,7 @@ namespace gms {
   X(converted_managed, "allocations turned into managed memory by policy managed")            \
   X(converted_pinned, "allocations turned into pinned host memory by policy pinned")          \
   X(converted_swap, "allocations turned into movable device memory by policy swap")          \
+  X(swap_reused, "movable memory allocations served by a range the program had freed")       \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
@@ -67,7 +68,11 @@ namespace gms {
 #define GMS_TIMINGS(X)                                  \
   X(register_ns, "registering host blocks")             \
   X(unregister_ns, "unregistering host blocks")         \
-  X(staged_ns, "staged copies, end to end")
+  X(staged_ns, "staged copies, end to end")            \
+  X(swap_create_ns, "making movable memory")          \
+  X(swap_free_ns, "freeing movable memory")           \
+  X(swap_move_ns, "moving movable memory")            \
+  X(swap_wait_ns, "waiting for the GPU, movable memory")
 
 #define GMS_LAUNCH_KINDS(X) \
   X(kernel, "cuLaunchKernel") X(kernel_ex, "cuLaunchKernelEx") \

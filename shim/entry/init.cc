@@ -3,6 +3,7 @@
 // was loaded later), so it makes no CUDA call: it only prints what was counted.
 #include "act/copy.h"
 #include "act/host_pool.h"
+#include "act/placement.h"
 #include "core/runtime.h"
 #include "trace/cuda_backend.h"
 #include "trace/trace.h"
@@ -12,6 +13,7 @@ __attribute__((constructor)) void gms_load() {
   gms::runtime_init();
   gms::act::copy_init();
   gms::act::pool::init();
+  gms::act::placement_init();
   gms::trace::attach_cuda_backend();
 }
 // The trace ends before the statistics are written (CUPTI's last records were flushed by an

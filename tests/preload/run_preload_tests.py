@@ -776,10 +776,10 @@ class PreloadSwap(PreloadCase):
         self.assertIn("swap ok", run.stdout)
         s = self.only_stats(run)
         d = s["decisions"]
-        self.assertEqual(d["converted_swap"]["calls"], 3)
-        self.assertEqual(d["converted_swap"]["bytes"], 12 * MiB)
-        self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "c, then a")
-        self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (2, 8 * MiB), "a, then b")
+        self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (6, 24 * MiB), "a, b, c, d, e, f")
+        self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (3, 12 * MiB), "d, e, f")
+        self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "a, then b")
+        self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (3, 12 * MiB), "a, b, then c")
         self.assertEqual(d["converted_managed"]["calls"], 0)
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 

@@ -852,6 +852,14 @@ FAKE_IMPL(cuEventQuery)(CUevent ev) {
   return event_done(ev);
 }
 
+// Work on every stream is complete when its call returns (held copies aside), so a wait is only
+// checked and counted.
+FAKE_IMPL(cuStreamWaitEvent)(CUstream, CUevent ev, unsigned int) {
+  count(k_cuStreamWaitEvent);
+  FAKE_TRY(need_ctx());
+  return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 FAKE_IMPL(cuEventDestroy_v2)(CUevent ev) {
   count(k_cuEventDestroy_v2);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;

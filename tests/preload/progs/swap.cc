@@ -1,12 +1,16 @@
 // Movable memory (GPUMEMSHIM_POLICY=swap) over the stand-in driver, whose virtual memory calls map
 // real shared memory, so a remap that lost data would show. Run with GPUMEMSHIM_DEVICE_LIMIT=8M and a
 // managed cap. Checks what reaches the driver and that every byte survives the moves:
-// - within the budget an allocation is a reserved range backed by device memory (cuMemCreate,
-//   cuMemMap), past it by host memory; never cuMemAlloc or managed memory;
-// - a launch that references a host-backed range brings it in, evicting the least recently used
-//   range first, each move after a context synchronisation;
+// - an allocation is a reserved range backed by device memory (cuMemCreate, cuMemMap); past the
+//   budget the least recently used range is evicted to make room; never cuMemAlloc or managed memory;
+// - a launch that references a host-backed range brings it in and evicts the least recently used
+//   range, together: one context synchronisation before the remaps, and the evicted device memory
+//   backs the range brought in;
 // - a kernel reads and writes the range wherever it is;
-// - freeing unmaps and releases everything.
+// - a stream-ordered free waits for nothing, and an allocation of the same size gets the range back:
+//   on the same stream as it is, on another stream after the free (a GPU-side wait), and through a
+//   plain allocation after a host-side wait;
+// - freeing the last range unmaps and releases everything.
 // The runner checks the shim's statistics.
 #include "common.h"
 
@@ -54,8 +58,9 @@ int main() {
   preload::use_device0();
   size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
   CHECK(fake_cuda_set_kernel_params(preload::as_function(k_inc), sizes, 2) == 0);
-  CUstream st;
+  CUstream st, st2;
   CK(cuStreamCreate(&st, 0));
+  CK(cuStreamCreate(&st2, 0));
 
   CUdeviceptr a = 0, b = 0, c = 0;
   {
@@ -63,50 +68,84 @@ int main() {
     CK(cuMemAlloc(&a, 4 * MiB));
     CK(cuMemAlloc(&b, 4 * MiB));
     CHECK(create.added() == 2);  // one device chunk each, within the 8 MiB
+    put(a, 1);
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap");
     CK(cuMemAlloc(&c, 4 * MiB));
-    CHECK(create.added() == 3);  // past the budget: a host chunk
+    // Past the budget: a, the older, goes to a new host chunk, then c is made on the device.
+    CHECK(create.added() == 4);
+    CHECK(sync.added() == 1 && unmap.added() == 1);
+    CHECK(last("cuCtxSynchronize") < last("cuMemUnmap"));
     CHECK(alloc.added() == 0);
     CHECK(managed.added() == 0);
   }
+  CHECK(holds(a, 1, 0));
   put(a, 1);
   put(b, 2);
   put(c, 3);
 
-  // c is on the host; the launch brings it in and a, the least recently used, goes out.
+  // a is on the host; the launch brings it in and b, the least recently used, goes out.
   {
-    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate");
-    CK(inc(c, st));
-    CHECK(sync.added() >= 2);  // before a's remap, and before c's
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate"), release("cuMemRelease");
+    CK(inc(a, st));
+    CHECK(sync.added() == 1);    // one for both moves, before the first remap
     CHECK(unmap.added() == 2);
-    CHECK(create.added() == 2);  // a host chunk for a, a device chunk for c
+    CHECK(create.added() == 1);  // a host chunk for b
+    CHECK(release.added() == 0);  // b's device memory now backs a
     CHECK(last("cuCtxSynchronize") < last("cuMemUnmap"));
     CHECK(last("cuMemUnmap") < last("cuLaunchKernel"));
   }
-  CHECK(holds(a, 1, 0));
+  CHECK(holds(a, 1, 1));
   CHECK(holds(b, 2, 0));
-  CHECK(holds(c, 3, 1));
+  CHECK(holds(c, 3, 0));
 
-  // a comes back (b goes: c was used since), keeps its data, and the kernel changes it.
+  // b comes back (c goes: a was used since), keeps its data, and the kernel changes it.
   {
     Count create("cuMemCreate");
-    CK(inc(a, st));
-    CHECK(create.added() == 1);  // a's device chunk; b reuses the host chunk c left
+    CK(inc(b, st));
+    CHECK(create.added() == 0);  // c takes the host chunk a left, b c's device memory
   }
-  CK(inc(a, st));  // resident now: no move
-  CHECK(holds(a, 1, 2));
-  CHECK(holds(b, 2, 0));
-  CHECK(holds(c, 3, 1));
+  CK(inc(b, st));  // resident now: no move
+  CHECK(holds(a, 1, 1));
+  CHECK(holds(b, 2, 2));
+  CHECK(holds(c, 3, 0));
+
+  // Freed on a stream and allocated again: the same range, with no mapping and no waiting.
+  CUdeviceptr d = 0, e = 0, f = 0;
+  {
+    Count create("cuMemCreate"), map("cuMemMap"), sync("cuCtxSynchronize"), ssync("cuStreamSynchronize"),
+        wait("cuStreamWaitEvent"), esync("cuEventSynchronize"), record("cuEventRecord");
+    CK(cuMemFreeAsync(b, st));
+    CK(cuMemAllocAsync(&d, 4 * MiB, st));
+    CHECK(d == b);
+    CHECK(record.added() == 1 && wait.added() == 0 && esync.added() == 0);
+    CK(cuMemFreeAsync(d, st));
+    CK(cuMemAllocAsync(&e, 4 * MiB, st2));  // another stream waits for the free on the GPU
+    CHECK(e == b);
+    CHECK(wait.added() == 1 && esync.added() == 0);
+    CK(cuMemFreeAsync(e, st2));
+    CK(cuMemAlloc(&f, 4 * MiB));  // not stream-ordered: waits here
+    CHECK(f == b);
+    CHECK(esync.added() == 1);
+    CHECK(create.added() == 0 && map.added() == 0);
+    CHECK(sync.added() == 0 && ssync.added() == 0);
+  }
+  CK(inc(f, st));
+  CHECK(holds(a, 1, 1));
+  CHECK(holds(c, 3, 0));
   {
     Count unmap("cuMemUnmap"), release("cuMemRelease"), free_va("cuMemAddressFree");
     CK(cuMemFree(a));
-    CK(cuMemFree(b));
     CK(cuMemFree(c));
-    // The three ranges; with the last, the two spare host chunks (a's first, b's) and their ranges.
+    CHECK(unmap.added() == 0);  // kept for reuse
+    CK(cuMemFree(f));
+    // With the last, the three ranges (two on the device, c on the host) and the two spare host
+    // chunks with their ranges.
     CHECK(unmap.added() == 3 + 2);
-    CHECK(release.added() == 2 + 2);  // a's and c's device chunks, then the spare host chunks
+    CHECK(release.added() == 2 + 2);
     CHECK(free_va.added() == 3 + 2);
   }
   CK(cuStreamDestroy(st));
+  CK(cuStreamDestroy(st2));
   std::printf("swap ok\n");
   return 0;
 }
