@@ -82,9 +82,10 @@ bool room_for_swap(int dev, uint64_t bytes) {
   const uint64_t limit = device_limit(dev);
   auto taken = [&] { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); };
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return false;  // could never fit
-  if (taken() + bytes > limit) swap::release_retired(dev, taken() + bytes - limit);
-  if (taken() + bytes > limit) residency_make_room(dev, bytes);
-  return taken() + bytes <= limit;
+  auto over = [&] { uint64_t t = taken() + bytes; return t > limit ? t - limit : 0; };
+  if (over()) swap::release_retired(dev, over());
+  if (over()) residency_make_room(dev, bytes);
+  return over() == 0;
 }
 
 void say_refused(const AllocRequest& req, int dev, const char* reason) {

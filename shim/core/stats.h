@@ -72,6 +72,7 @@ namespace gms {
   X(swap_create_ns, "making movable memory")          \
   X(swap_free_ns, "freeing movable memory")           \
   X(swap_move_ns, "moving movable memory")            \
+  X(swap_remap_ns, "of which remapping it")           \
   X(swap_wait_ns, "waiting for the GPU, movable memory")
 
 #define GMS_LAUNCH_KINDS(X) \

@@ -769,14 +769,14 @@ class PreloadSwap(PreloadCase):
     """(n) Movable memory: progs/swap.cc checks the calls that reach the stand-in driver and every
     byte through the moves; this checks the shim's statistics."""
 
-    ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+    ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "256M"}
 
     def test_swap(self):
         run = self.run_program("swap", env=self.ENV)
         self.assertIn("swap ok", run.stdout)
         s = self.only_stats(run)
         d = s["decisions"]
-        self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (6, 24 * MiB), "a, b, c, d, e, f")
+        self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (7, 154 * MiB), "a, b, c, d, e, f, big")
         self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (3, 12 * MiB), "d, e, f")
         self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "a, then b")
         self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (3, 12 * MiB), "a, b, then c")

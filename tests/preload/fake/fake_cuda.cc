@@ -1196,9 +1196,17 @@ FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAll
 FAKE_IMPL(cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count_) {
   count(k_cuMemSetAccess);
   FAKE_TRY(need_ctx());
-  if (!desc || count_ == 0) return CUDA_ERROR_INVALID_VALUE;
-  Block b;
-  if (!find_block(static_cast<uintptr_t>(ptr), size, &b) || b.kind != Kind::vmm) return CUDA_ERROR_INVALID_VALUE;
+  if (!desc || count_ == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  // As the driver: the range may span several mappings, back to back, but no unmapped byte.
+  std::lock_guard<std::mutex> lock(g_mu);
+  uintptr_t at = static_cast<uintptr_t>(ptr), end = at + size;
+  while (at < end) {
+    auto it = blocks().upper_bound(at);
+    if (it == blocks().begin()) return CUDA_ERROR_INVALID_VALUE;
+    const Block& b = std::prev(it)->second;
+    if (b.kind != Kind::vmm || at < b.base || at >= b.base + b.size) return CUDA_ERROR_INVALID_VALUE;
+    at = b.base + b.size;
+  }
   return CUDA_SUCCESS;
 }
 

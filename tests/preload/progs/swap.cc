@@ -10,7 +10,8 @@
 // - a stream-ordered free waits for nothing, and an allocation of the same size gets the range back:
 //   on the same stream as it is, on another stream after the free (a GPU-side wait), and through a
 //   plain allocation after a host-side wait;
-// - freeing the last range unmaps and releases everything.
+// - freeing the last range unmaps and releases everything;
+// - a range of several chunks is mapped with one access call.
 // The runner checks the shim's statistics.
 #include "common.h"
 
@@ -69,10 +70,11 @@ int main() {
     CK(cuMemAlloc(&b, 4 * MiB));
     CHECK(create.added() == 2);  // one device chunk each, within the 8 MiB
     put(a, 1);
-    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap");
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), release("cuMemRelease");
     CK(cuMemAlloc(&c, 4 * MiB));
     // Past the budget: a, the older, goes to a new host chunk, then c is made on the device.
     CHECK(create.added() == 4);
+    CHECK(release.added() == 1);  // a's device memory
     CHECK(sync.added() == 1 && unmap.added() == 1);
     CHECK(last("cuCtxSynchronize") < last("cuMemUnmap"));
     CHECK(alloc.added() == 0);
@@ -143,6 +145,20 @@ int main() {
     CHECK(unmap.added() == 3 + 2);
     CHECK(release.added() == 2 + 2);
     CHECK(free_va.added() == 3 + 2);
+  }
+
+  // A range of several chunks (64 + 64 + 2 MiB), too large for the budget: host chunks, each mapped,
+  // with one call giving the device access to all of them (the driver charges per call).
+  {
+    Count create("cuMemCreate"), map("cuMemMap"), access("cuMemSetAccess");
+    CUdeviceptr big = 0;
+    CK(cuMemAlloc(&big, 130 * MiB));
+    // Each host chunk is mapped at a side range of its own, then into the program's range.
+    CHECK(create.added() == 3 && map.added() == 3 + 3);
+    CHECK(access.added() == 3 + 1);  // the side ranges, then all of the program's range at once
+    put(big + 126 * MiB, 4);         // across the second and third chunks
+    CHECK(holds(big + 126 * MiB, 4, 0));
+    CK(cuMemFree(big));
   }
   CK(cuStreamDestroy(st));
   CK(cuStreamDestroy(st2));
