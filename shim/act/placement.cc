@@ -151,6 +151,10 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   if (p.where == Where::device) {
     r = device_alloc(ctx);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && swap::retired_device_bytes(dev) != 0) {
+      swap::release_retired(dev, UINT64_MAX);  // movable memory kept for reuse is the first to go
+      r = device_alloc(ctx);
+    }
     if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {
       pr.device_refused = true;  // the card is fuller than the budget says: other processes
       p = policy::place(cfg, budget, ledger().created(), pr);
@@ -181,6 +185,11 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       } else {
         swap_on_device = room_for_swap(dev, swap::reserved_bytes(req.bytes));
         r = swap::create(out, req.bytes, dev, swap_on_device);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && swap_on_device) {
+          // The card is fuller than the budget says (other processes): the host then.
+          swap_on_device = false;
+          r = swap::create(out, req.bytes, dev, false);
+        }
         swap_resident = swap_on_device ? req.bytes : 0;
       }
       placement = Placement::swap;

@@ -164,20 +164,18 @@ void residency_make_room(int device, uint64_t bytes) {
   }
   ShimScope scope;
   State& s = state();
-  std::vector<policy::Action> actions;
+  // Held while the moves are carried out: see before_launch_slow.
+  std::lock_guard lock(s.mu);
+  uint64_t limit = device_limit(device), used = ledger().used(device);
+  policy::ResidencyPlanner& p = planner(s, device);
+  std::vector<policy::Action> actions = p.plan_room(bytes, used < limit ? limit - used : 0);
+  ledger().set_resident(device, p.resident_bytes());
   std::vector<bool> movable;
-  {
-    std::lock_guard lock(s.mu);
-    uint64_t limit = device_limit(device), used = ledger().used(device);
-    policy::ResidencyPlanner& p = planner(s, device);
-    actions = p.plan_room(bytes, used < limit ? limit - used : 0);
-    ledger().set_resident(device, p.resident_bytes());
-    for (const policy::Action& a : actions) {
-      auto t = s.tracked.find(a.region);
-      movable.push_back(t != s.tracked.end() && t->second.swap);
-    }
+  for (const policy::Action& a : actions) {
+    auto t = s.tracked.find(a.region);
+    movable.push_back(t != s.tracked.end() && t->second.swap);
   }
-  // Not ordered after any particular stream: the context synchronisation before the remaps is.
+  // Not ordered after any particular stream: the context synchronisation before the copies is.
   carry_out(actions, movable, device, nullptr, false);
 }
 
@@ -216,10 +214,10 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (dev < 0 || dev >= kMaxDevices) return;
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
-  std::vector<policy::Action> actions;
-  std::vector<bool> movable;  // per action: the region is movable memory, not managed
   {
     std::lock_guard lock(s.mu);
+    std::vector<policy::Action> actions;
+    std::vector<bool> movable;  // per action: the region is movable memory, not managed
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
@@ -255,8 +253,11 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
           .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used);
       log(LogLevel::debug, l);
     }
+    // Under the lock: no other thread frees a range (which may be handed out again at once) while
+    // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
+    // in between the synchronisation and the remaps.
+    carry_out(actions, movable, dev, stream, per_thread);
   }
-  carry_out(actions, movable, dev, stream, per_thread);
   if (trace::enabled()) trace::budget(dev);
 }
 

@@ -30,6 +30,7 @@ struct HostChunk {
   CUmemGenericAllocationHandle handle = 0;
   CUdeviceptr side = 0;
   uint64_t size = 0;
+  int dev = 0;  // the side range is mapped for this device only
 };
 
 struct Chunk {
@@ -43,8 +44,15 @@ struct Range {
   std::vector<Chunk> chunks;
   uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
   uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
-  // Device-backed chunks form a prefix (the planner evicts from the end): its bytes.
+  // Device memory behind the range: what it takes from the budget.
   uint64_t device_bytes() const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) n += chunks[i].device ? size_of(i) : 0;
+    return n;
+  }
+  // The device-backed prefix (the planner evicts from the end, so normally all of it): what the
+  // planner counts as resident.
+  uint64_t resident_prefix() const {
     uint64_t n = 0;
     for (size_t i = 0; i < chunks.size() && chunks[i].device; ++i) n += size_of(i);
     return n;
@@ -56,8 +64,7 @@ struct Retired {
   uintptr_t base = 0;
   Range range;
   CUevent freed = nullptr;  // recorded by a stream-ordered free; null: nothing left to wait for
-  CUstream stream = nullptr;
-  bool per_thread = false;
+  int event_dev = 0;        // the device of the context it was made in: its pool
 };
 
 constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
@@ -65,7 +72,7 @@ constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
 struct State {
   std::mutex mu;  // guards everything below; held across moves (they are synchronous anyway)
   std::unordered_map<uintptr_t, Range> ranges;
-  std::multimap<uint64_t, HostChunk> spare;  // by size
+  std::multimap<std::pair<int, uint64_t>, HostChunk> spare;  // by device and size
   std::deque<Retired> retired;               // oldest first
   uint64_t retired_device[kMaxDevices] = {};
   uint64_t retired_total[kMaxDevices] = {};
@@ -154,7 +161,7 @@ void drop_host(const HostChunk& h) {
 
 // Caller holds s.mu.
 CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
-  auto it = s.spare.find(size);
+  auto it = s.spare.find({dev, size});
   if (it != s.spare.end()) {
     *out = it->second;
     s.spare.erase(it);
@@ -162,6 +169,7 @@ CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
   }
   HostChunk h;
   h.size = size;
+  h.dev = dev;
   CUmemAllocationProp p = prop(true, dev);
   CUresult r = call_real(GMS_REAL(cuMemCreate), &h.handle, static_cast<size_t>(size), &p, 0ull);
   if (r != CUDA_SUCCESS) return r;
@@ -178,7 +186,7 @@ CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
   return CUDA_SUCCESS;
 }
 
-void give_host(State& s, const HostChunk& h) { s.spare.emplace(h.size, h); }
+void give_host(State& s, const HostChunk& h) { s.spare.emplace(std::pair{h.dev, h.size}, h); }
 
 // Releases a chunk's backing; the program's range must already be unmapped there.
 void release(State& s, Chunk& c) {
@@ -208,7 +216,7 @@ CUresult destroy(State& s, uintptr_t base, Range& range) {
 void settle(State& s, Retired& t) {
   if (!t.freed) return;
   call_real(GMS_REAL(cuEventSynchronize), t.freed);
-  s.events[t.range.dev].push_back(t.freed);
+  s.events[t.event_dev].push_back(t.freed);
   t.freed = nullptr;
 }
 
@@ -230,7 +238,7 @@ void release_one(State& s, size_t k) {
 // Caller holds s.mu.
 void release_all(State& s) {
   while (!s.retired.empty()) release_one(s, 0);
-  for (auto& [size, h] : s.spare) drop_host(h);
+  for (auto& [key, h] : s.spare) drop_host(h);
   s.spare.clear();
   for (auto& pool : s.events) {
     for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
@@ -270,16 +278,15 @@ bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* 
   for (size_t k = 0; k < s.retired.size(); ++k) {
     if (s.retired[k].range.size != size || s.retired[k].range.dev != dev) continue;
     Retired t = take_retired(s, k);
-    if (t.freed && use.stream_ordered) {
-      // The same stream orders the reuse after the free by itself; another waits on the GPU.
-      bool same = t.stream == use.stream && t.per_thread == use.per_thread;
-      if (same || call_real(GMS_REAL(cuStreamWaitEvent), handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
-        s.events[dev].push_back(t.freed);
-        t.freed = nullptr;
-      }
+    // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
+    // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
+    if (t.freed && use.stream_ordered &&
+        call_real(GMS_REAL(cuStreamWaitEvent), handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
+      s.events[t.event_dev].push_back(t.freed);
+      t.freed = nullptr;
     }
     settle(s, t);
-    *resident = t.range.device_bytes();
+    *resident = t.range.resident_prefix();
     *out = static_cast<CUdeviceptr>(t.base);
     s.ranges.emplace(t.base, std::move(t.range));
     runtime_stats().decision(Decision::swap_reused, size);
@@ -333,24 +340,27 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   if (it == s.ranges.end()) return CUDA_ERROR_INVALID_VALUE;
   Retired t;
   t.base = base;
-  t.stream = use.stream;
-  t.per_thread = use.per_thread;
   const int dev = it->second.dev;
   CUresult r = CUDA_SUCCESS;
   if (use.stream_ordered) {
     // Work queued on the stream before the free may still use the range: the event marks its end.
-    auto& pool = s.events[dev];
+    // Events belong to the context they were made in: pooled by its device.
+    const int ctx_dev = entry::current_device();
     CUevent e = nullptr;
-    if (!pool.empty()) {
-      e = pool.back();
-      pool.pop_back();
-    } else if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
-      e = nullptr;
+    if (ctx_dev >= 0 && ctx_dev < kMaxDevices) {
+      auto& pool = s.events[ctx_dev];
+      if (!pool.empty()) {
+        e = pool.back();
+        pool.pop_back();
+      } else if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+        e = nullptr;
+      }
     }
     if (e && call_real(GMS_REAL(cuEventRecord), e, handle(use.stream, use.per_thread)) == CUDA_SUCCESS) {
       t.freed = e;
+      t.event_dev = ctx_dev;
     } else {
-      if (e) pool.push_back(e);
+      if (e) call_real(GMS_REAL(cuEventDestroy_v2), e);
       Timed w(Timing::swap_wait_ns);
       r = use.per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), use.stream)
                          : call_real(GMS_REAL(cuStreamSynchronize), use.stream);
@@ -443,12 +453,9 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
         continue;
       }
       if (!range.chunks[i].device) continue;
-      // Out: copy the chunk into host memory after the work queued before it on the stream.
       HostChunk h;
       CUresult r = take_host(s, range.size_of(i), range.dev, &h);
-      if (r == CUDA_SUCCESS) r = copy(h.side, m.base + range.offset_of(i), range.size_of(i), stream, per_thread);
       if (r != CUDA_SUCCESS) {
-        if (h.handle) give_host(s, h);
         fail(m, "eviction", r, range.size_of(i));
         continue;
       }
@@ -457,12 +464,32 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   }
   if (outs.empty() && ins.empty()) return;
 
-  // Nothing queued anywhere may be using a chunk while its backing changes.
+  // Nothing queued anywhere, on any stream, may be writing a chunk while it is copied out, or be
+  // using one while its backing changes.
   CUresult r = sync_context();
   if (r != CUDA_SUCCESS) {
     for (Out& o : outs) give_host(s, o.host);
     for (Move& m : moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
     return;
+  }
+  // Out: each chunk copied into its host memory, all copies waited for at once.
+  std::erase_if(outs, [&](Out& o) {
+    CUresult c = copy(o.host.side, o.m->base + o.range->offset_of(o.i), o.range->size_of(o.i), stream, per_thread);
+    if (c == CUDA_SUCCESS) return false;
+    give_host(s, o.host);
+    fail(*o.m, "eviction", c, o.range->size_of(o.i));
+    return true;
+  });
+  if (!outs.empty()) {
+    Timed w(Timing::swap_wait_ns);
+    r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream) : call_real(GMS_REAL(cuStreamSynchronize), stream);
+    if (r != CUDA_SUCCESS) {
+      for (Out& o : outs) {
+        give_host(s, o.host);
+        fail(*o.m, "eviction", r, o.range->size_of(o.i));
+      }
+      outs.clear();
+    }
   }
 
   const uint64_t remap_start = trace::monotonic_ns();

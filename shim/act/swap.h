@@ -11,9 +11,10 @@
 // direction 55 GB/s plus 4 ms per GiB against 43 to 50 GB/s. Training loops that outgrow their
 // budget evict as much as they bring back.
 //
-// Moves are synchronous: a launch's moves are carried out together, with one synchronisation of
-// the context before any range is remapped, so no queued kernel (on any stream) can be using a
-// chunk while its backing changes, and one of the stream after the copies in.
+// Moves are synchronous: a launch's moves are carried out together, after one synchronisation of
+// the context, so no queued kernel (on any stream) can be writing a chunk while it is copied out or
+// using one while its backing changes; the copies out are waited for before the remaps, the copies
+// in before the launch.
 //
 // Freed ranges are kept, mapped as they are, and handed out again for an allocation of the same
 // size: a framework that frees and allocates the same tensors every step (PyTorch with its
@@ -68,9 +69,9 @@ struct Move {
   bool to_device = false;
   CUresult result = CUDA_SUCCESS;  // out: the first error; chunks not moved keep their data
 };
-// Carries out `moves` together: evictions copy out on `stream`, then one context synchronisation,
-// then the remaps, the device memory evictions free backing the prefetches, whose copies in go on
-// `stream`, then one synchronisation of `stream`. Chunks already where they should be stay.
+// Carries out `moves` together: one context synchronisation, the evictions' copies out on `stream`
+// and a wait for them, the remaps (the device memory evictions free backs the prefetches), the
+// prefetches' copies in on `stream` and a wait for them. Chunks already where they should be stay.
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
 }  // namespace gms::act::swap
