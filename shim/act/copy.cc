@@ -77,8 +77,6 @@ uint64_t register_limit() {
   return limit;
 }
 
-CUstream effective(CUstream s, bool per_thread) { return (!s && per_thread) ? CU_STREAM_PER_THREAD : s; }
-
 
 // Caller holds s.mu. Drops one registration; a failed unregister keeps it registered (and so in
 // by_addr: its address range stays blocked for the shim), as the driver still has it.
@@ -208,7 +206,7 @@ CUresult copy_registered(const HostCopy& c, uintptr_t lo, uintptr_t hi) {
   uintptr_t mid_lo = a > lo ? a : lo, mid_hi = b < hi ? b : hi;
   uintptr_t cut = b - upload_tail(c);  // [cut, b) through staging
   if (cut < mid_lo || cut > mid_hi) cut = b;
-  CUstream s = effective(c.stream, c.per_thread);
+  CUstream s = entry::stream_handle(c.stream, c.per_thread);
   CUresult r = CUDA_SUCCESS;
   if (mid_lo > a) r = dma(c, 0, mid_lo - a, s);
   if (r == CUDA_SUCCESS) r = dma(c, mid_lo - a, std::min(mid_hi, cut) - mid_lo, s);
@@ -278,7 +276,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
     case policy::CopyPath::staged: {
       st.decision(Decision::copy_staged, c.bytes);
       trace::copy_path(trace::CopyPath::staged);
-      CUstream s2 = effective(c.stream, c.per_thread);
+      CUstream s2 = entry::stream_handle(c.stream, c.per_thread);
       return c.dir == HostCopyDir::htod ? staged_htod(c.dev, c.host, c.bytes, s2, !c.async)
                                         : staged_dtoh(c.host, c.dev, c.bytes, s2);
     }
@@ -291,7 +289,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   // waited out.
   CUresult r = ordinary(ctx);
   if (r == CUDA_SUCCESS && c.async && inside && g_register_starts.load() != starts) {
-    r = StreamMark(effective(c.stream, c.per_thread)).wait();
+    r = StreamMark(entry::stream_handle(c.stream, c.per_thread)).wait();
   }
   return r;
 }
@@ -316,7 +314,7 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   // Ordered after exactly the work the copy would have waited for: an event recorded on the copy's
   // own stream (synchronous copies: the default stream of the call's kind) completes when that work
   // does, the implicit waits between the legacy default stream and blocking streams included.
-  CUresult e = StreamMark(effective(async ? stream : nullptr, per_thread)).wait();
+  CUresult e = StreamMark(entry::stream_handle(async ? stream : nullptr, per_thread)).wait();
   if (e != CUDA_SUCCESS) {
     *result = e;
     return true;

@@ -161,7 +161,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     }
   }
   uintptr_t alias = 0;
-  bool swap_on_device = false;
+  bool swap_on_device = false, swap_reused = false;
   uint64_t swap_resident = 0;
   MemKind kind = MemKind::device;
   Placement placement = Placement::device;
@@ -180,7 +180,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       break;
     case Where::swap: {
       swap::Use use{req.stream, req.stream_ordered, req.per_thread};
-      if (swap::reuse(out, req.bytes, dev, use, &swap_resident)) {
+      swap_reused = swap::reuse(out, req.bytes, dev, use, &swap_resident);
+      if (swap_reused) {
         r = CUDA_SUCCESS;
       } else {
         swap_on_device = room_for_swap(dev, swap::reserved_bytes(req.bytes));
@@ -231,7 +232,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       s.decision(Decision::converted_swap, req.bytes);
       if (trace::enabled()) {
         trace::decision("convert_swap", *out, req.bytes, dev,
-                        swap_resident == 0 ? "on the host: over budget" : swap_on_device ? "on the device" : "reused");
+                        swap_reused ? "reused" : swap_on_device ? "on the device" : "on the host: over budget");
       }
       residency_track(static_cast<uintptr_t>(*out), req.bytes, dev, Tracked::swap, swap_resident);
       break;
@@ -269,8 +270,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     } else {
       if (stream_ordered) {
         // The program may still have work queued on the stream that uses this memory.
-        r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream)
-                       : call_real(GMS_REAL(cuStreamSynchronize), stream);
+        r = entry::sync_stream(stream, per_thread);
       }
       if (r == CUDA_SUCCESS) {
         r = region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))

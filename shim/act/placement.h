@@ -33,7 +33,8 @@ struct AllocRequest {
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void* ctx), void* ctx);
 
 // Frees a pointer with the call that matches what the shim made of it. For stream-ordered frees
-// of memory the shim replaced, the stream is synchronised first, so the free keeps stream order.
+// of managed or pinned memory the shim made, the stream is synchronised first, so the free keeps
+// stream order; movable memory is kept for reuse behind an event (act/swap.h).
 // `real_free` is the program's own call, used for ordinary device memory.
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
               CUresult (*real_free)(void* ctx), void* ctx);

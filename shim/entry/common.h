@@ -28,6 +28,17 @@ int current_device();
 // The device memory at `p` lives on, from the driver; -1 when it does not know.
 int device_of(uintptr_t p);
 
+// The handle that names a stream in calls without a _ptsz form: stream 0 of a _ptsz call is the
+// calling thread's per-thread default stream.
+inline CUstream stream_handle(CUstream stream, bool per_thread) {
+  return per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
+}
+
+// Waits for the work queued on the stream, as a _ptsz call when `per_thread`.
+inline CUresult sync_stream(CUstream stream, bool per_thread) {
+  return per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream) : call_real(GMS_REAL(cuStreamSynchronize), stream);
+}
+
 // Whether the stream is being captured into a graph. An unanswered query counts as yes: nothing the
 // shim adds (managed memory, prefetches, staging buffers, registrations) may end up in a graph.
 inline bool stream_capturing(CUstream stream, bool per_thread) {
