@@ -99,10 +99,9 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
                     : call_real(GMS_REAL(cuMemPrefetchAsync_v2), static_cast<CUdeviceptr>(addr), bytes, where, 0u, stream);
 }
 
-// Issues the planner's actions: managed memory with prefetches on the stream, movable memory in one
-// batch (act/swap.h).
-void carry_out(const std::vector<policy::Action>& actions, const std::vector<bool>& movable, int dev, CUstream stream,
-               bool per_thread) {
+// Caller holds s.mu. Issues the planner's actions: managed memory with prefetches on the stream,
+// movable memory in one batch (act/swap.h).
+void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CUstream stream, bool per_thread) {
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
@@ -125,7 +124,8 @@ void carry_out(const std::vector<policy::Action>& actions, const std::vector<boo
       continue;
     }
     const bool in = a.kind == policy::ActionKind::prefetch_to_device;
-    if (movable[k]) {
+    auto t = s.tracked.find(a.region);
+    if (t != s.tracked.end() && t->second.swap) {
       moves.push_back({a.region, a.offset, a.bytes, in});
       moved.push_back(k);
     } else {
@@ -170,13 +170,8 @@ void residency_make_room(int device, uint64_t bytes) {
   policy::ResidencyPlanner& p = planner(s, device);
   std::vector<policy::Action> actions = p.plan_room(bytes, used < limit ? limit - used : 0);
   ledger().set_resident(device, p.resident_bytes());
-  std::vector<bool> movable;
-  for (const policy::Action& a : actions) {
-    auto t = s.tracked.find(a.region);
-    movable.push_back(t != s.tracked.end() && t->second.swap);
-  }
   // Not ordered after any particular stream: the context synchronisation before the copies is.
-  carry_out(actions, movable, device, nullptr, false);
+  carry_out(s, actions, device, nullptr, false);
 }
 
 uint64_t residency_resident_bytes(uintptr_t base) {
@@ -216,8 +211,6 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   State& s = state();
   {
     std::lock_guard lock(s.mu);
-    std::vector<policy::Action> actions;
-    std::vector<bool> movable;  // per action: the region is movable memory, not managed
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
@@ -238,15 +231,11 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     uint64_t limit = device_limit(dev), used = ledger().used(dev);
     policy::ResidencyPlanner& p = planner(s, dev);
     const uint64_t budget = used < limit ? limit - used : 0;
-    actions = p.plan_launch(referenced, budget);
+    std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
     ledger().set_resident(dev, p.resident_bytes());
     // Freed movable ranges kept for reuse hold device memory too: the first to go for room.
     uint64_t kept = swap::retired_device_bytes(dev);
     if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget);
-    for (const policy::Action& a : actions) {
-      auto t = s.tracked.find(a.region);
-      movable.push_back(t != s.tracked.end() && t->second.swap);
-    }
     if (log_enabled(LogLevel::debug)) {
       Line l;
       l.str("launch on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
@@ -256,7 +245,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     // Under the lock: no other thread frees a range (which may be handed out again at once) while
     // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
     // in between the synchronisation and the remaps.
-    carry_out(actions, movable, dev, stream, per_thread);
+    carry_out(s, actions, dev, stream, per_thread);
   }
   if (trace::enabled()) trace::budget(dev);
 }
