@@ -76,8 +76,7 @@ struct State {
   std::deque<Retired> retired;               // oldest first
   uint64_t retired_device[kMaxDevices] = {};
   uint64_t retired_total[kMaxDevices] = {};
-
-  std::vector<CUevent> events[kMaxDevices];  // unrecorded, for stream-ordered frees
+  std::vector<CUevent> events[kMaxDevices];  // unrecorded, for stream-ordered frees, by context
 };
 
 State& state() {
@@ -103,8 +102,10 @@ CUresult sync_context() {
   return call_real(GMS_REAL(cuCtxSynchronize));
 }
 
-// The handle that names `stream` for calls without a _ptsz form.
-CUstream handle(CUstream stream, bool per_thread) { return per_thread && !stream ? CU_STREAM_PER_THREAD : stream; }
+CUresult wait_stream(CUstream stream, bool per_thread) {
+  Timed t(Timing::swap_wait_ns);
+  return entry::sync_stream(stream, per_thread);
+}
 
 CUmemAllocationProp prop(bool host, int dev) {
   CUmemAllocationProp p{};
@@ -281,7 +282,7 @@ bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* 
     // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
     // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
     if (t.freed && use.stream_ordered &&
-        call_real(GMS_REAL(cuStreamWaitEvent), handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
+        call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
       s.events[t.event_dev].push_back(t.freed);
       t.freed = nullptr;
     }
@@ -356,14 +357,12 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
         e = nullptr;
       }
     }
-    if (e && call_real(GMS_REAL(cuEventRecord), e, handle(use.stream, use.per_thread)) == CUDA_SUCCESS) {
+    if (e && call_real(GMS_REAL(cuEventRecord), e, entry::stream_handle(use.stream, use.per_thread)) == CUDA_SUCCESS) {
       t.freed = e;
       t.event_dev = ctx_dev;
     } else {
       if (e) call_real(GMS_REAL(cuEventDestroy_v2), e);
-      Timed w(Timing::swap_wait_ns);
-      r = use.per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), use.stream)
-                         : call_real(GMS_REAL(cuStreamSynchronize), use.stream);
+      r = wait_stream(use.stream, use.per_thread);
     }
   } else {
     // Movable memory gets remapped when reused or released: under a queued kernel (on any stream)
@@ -425,16 +424,24 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     say(what, r, n);
     if (m.result == CUDA_SUCCESS) m.result = r;
   };
-  struct Out {
+  // A chunk to move, where it sits in the program's range.
+  struct Slot {
     Move* m;
     Range* range;
     size_t i;
-    HostChunk host;
+    CUdeviceptr va() const { return m->base + range->offset_of(i); }
+    uint64_t size() const { return range->size_of(i); }
+    Chunk& chunk() const { return range->chunks[i]; }
+    // Runs of neighbouring chunks of one range are remapped together (map_span).
+    bool follows(const Slot& prev) const { return range == prev.range && i == prev.i + 1; }
+  };
+  struct Out {
+    Slot at;
+    HostChunk host;  // the copy
   };
   struct In {
-    Move* m;
-    Range* range;
-    size_t i;
+    Slot at;
+    CUmemGenericAllocationHandle device = 0;  // the new backing
   };
   std::vector<Out> outs;
   std::vector<In> ins;
@@ -448,18 +455,19 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     size_t from = m.offset / chunk_bytes();
     size_t to = std::min(range.chunks.size(), static_cast<size_t>((m.offset + m.bytes + chunk_bytes() - 1) / chunk_bytes()));
     for (size_t i = from; i < to; ++i) {
+      Slot at{&m, &range, i};
       if (m.to_device) {
-        if (!range.chunks[i].device) ins.push_back({&m, &range, i});
+        if (!at.chunk().device) ins.push_back({at});
         continue;
       }
-      if (!range.chunks[i].device) continue;
+      if (!at.chunk().device) continue;
       HostChunk h;
-      CUresult r = take_host(s, range.size_of(i), range.dev, &h);
+      CUresult r = take_host(s, at.size(), range.dev, &h);
       if (r != CUDA_SUCCESS) {
-        fail(m, "eviction", r, range.size_of(i));
+        fail(m, "eviction", r, at.size());
         continue;
       }
-      outs.push_back({&m, &range, i, h});
+      outs.push_back({at, h});
     }
   }
   if (outs.empty() && ins.empty()) return;
@@ -474,148 +482,126 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   }
   // Out: each chunk copied into its host memory, all copies waited for at once.
   std::erase_if(outs, [&](Out& o) {
-    CUresult c = copy(o.host.side, o.m->base + o.range->offset_of(o.i), o.range->size_of(o.i), stream, per_thread);
+    CUresult c = copy(o.host.side, o.at.va(), o.at.size(), stream, per_thread);
     if (c == CUDA_SUCCESS) return false;
     give_host(s, o.host);
-    fail(*o.m, "eviction", c, o.range->size_of(o.i));
+    fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
-  if (!outs.empty()) {
-    Timed w(Timing::swap_wait_ns);
-    r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream) : call_real(GMS_REAL(cuStreamSynchronize), stream);
-    if (r != CUDA_SUCCESS) {
-      for (Out& o : outs) {
-        give_host(s, o.host);
-        fail(*o.m, "eviction", r, o.range->size_of(o.i));
-      }
-      outs.clear();
+  if (!outs.empty() && (r = wait_stream(stream, per_thread)) != CUDA_SUCCESS) {
+    for (Out& o : outs) {
+      give_host(s, o.host);
+      fail(*o.at.m, "eviction", r, o.at.size());
     }
+    outs.clear();
   }
 
   const uint64_t remap_start = trace::monotonic_ns();
-  // Runs of neighbouring chunks of one range are remapped together (map_span).
-  auto next_in_run = [](const Range* ra, size_t ia, const Range* rb, size_t ib) { return ra == rb && ib == ia + 1; };
-
   // Evictions: the range is backed by its host copy; the device memory goes to the prefetches.
   std::multimap<uint64_t, CUmemGenericAllocationHandle> freed;  // by size
-  std::vector<Out*> run;
+  std::vector<Out*> out_run;
   auto evict_run = [&] {
-    if (run.empty()) return;
-    std::vector<Piece> host, device;
-    for (Out* o : run) {
-      CUdeviceptr va = o->m->base + o->range->offset_of(o->i);
-      uint64_t size = o->range->size_of(o->i);
-      host.push_back({va, size, o->host.handle});
-      device.push_back({va, size, o->range->chunks[o->i].device});
-    }
-    CUresult m = map_span(host, run.front()->range->dev);
-    for (size_t k = 0; k < run.size(); ++k) {
-      Out& o = *run[k];
-      Chunk& c = o.range->chunks[o.i];
+    if (out_run.empty()) return;
+    std::vector<Piece> host;
+    for (Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
+    CUresult m = map_span(host, out_run.front()->at.range->dev);
+    for (Out* o : out_run) {
+      Chunk& c = o->at.chunk();
       if (m == CUDA_SUCCESS) {
-        freed.emplace(device[k].size, c.device);
+        freed.emplace(o->at.size(), c.device);
         c.device = 0;
-        c.host = o.host;
+        c.host = o->host;
         continue;
       }
       // Put the device memory back: it still holds the data.
-      give_host(s, o.host);
-      if (map(device[k].va, device[k].size, c.device, o.range->dev) != CUDA_SUCCESS) say_lost(device[k].size, device[k].va);
-      fail(*o.m, "eviction", m, device[k].size);
+      give_host(s, o->host);
+      if (map(o->at.va(), o->at.size(), c.device, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
+      fail(*o->at.m, "eviction", m, o->at.size());
     }
-    run.clear();
+    out_run.clear();
   };
-  for (size_t k = 0; k < outs.size(); ++k) {
-    Out& o = outs[k];
-    if (!run.empty() && !next_in_run(run.back()->range, run.back()->i, o.range, o.i)) evict_run();
-    uint64_t size = o.range->size_of(o.i);
-    CUresult u = call_real(GMS_REAL(cuMemUnmap), o.m->base + o.range->offset_of(o.i), static_cast<size_t>(size));
+  for (Out& o : outs) {
+    if (!out_run.empty() && !o.at.follows(out_run.back()->at)) evict_run();
+    CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
     if (u != CUDA_SUCCESS) {
       evict_run();
       give_host(s, o.host);
-      fail(*o.m, "eviction", u, size);
+      fail(*o.at.m, "eviction", u, o.at.size());
       continue;
     }
-    run.push_back(&o);
+    out_run.push_back(&o);
   }
   evict_run();
 
   // Prefetches: new device backing (an evicted chunk's, else new), filled from the host copy,
   // which is kept until the copies are done.
   std::vector<HostChunk> done;
-  std::vector<std::pair<In*, CUmemGenericAllocationHandle>> in_run;
+  std::vector<In*> in_run;
   auto prefetch_run = [&] {
     if (in_run.empty()) return;
     std::vector<Piece> host, device;
-    for (auto& [in, d] : in_run) {
-      CUdeviceptr va = in->m->base + in->range->offset_of(in->i);
-      uint64_t size = in->range->size_of(in->i);
-      host.push_back({va, size, in->range->chunks[in->i].host.handle});
-      device.push_back({va, size, d});
+    for (In* in : in_run) {
+      host.push_back({in->at.va(), in->at.size(), in->at.chunk().host.handle});
+      device.push_back({in->at.va(), in->at.size(), in->device});
     }
-    const int dev = in_run.front().first->range->dev;
+    const int dev = in_run.front()->at.range->dev;
     CUresult m = map_span(device, dev);
     if (m != CUDA_SUCCESS && map_span(host, dev) != CUDA_SUCCESS) {
       for (const Piece& h : host) {
         if (map(h.va, h.size, h.handle, dev) != CUDA_SUCCESS) say_lost(h.size, h.va);
       }
     }
-    for (size_t k = 0; k < in_run.size(); ++k) {
-      In& in = *in_run[k].first;
-      Chunk& c = in.range->chunks[in.i];
-      CUresult r = m == CUDA_SUCCESS ? copy(device[k].va, c.host.side, device[k].size, stream, per_thread) : m;
+    for (In* in : in_run) {
+      Chunk& c = in->at.chunk();
+      CUresult r = m == CUDA_SUCCESS ? copy(in->at.va(), c.host.side, in->at.size(), stream, per_thread) : m;
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
           // Back to the host copy, which still holds the data.
-          call_real(GMS_REAL(cuMemUnmap), device[k].va, static_cast<size_t>(device[k].size));
-          if (map(host[k].va, host[k].size, host[k].handle, dev) != CUDA_SUCCESS) say_lost(host[k].size, host[k].va);
+          call_real(GMS_REAL(cuMemUnmap), in->at.va(), static_cast<size_t>(in->at.size()));
+          if (map(in->at.va(), in->at.size(), c.host.handle, dev) != CUDA_SUCCESS) say_lost(in->at.size(), in->at.va());
         }
-        call_real(GMS_REAL(cuMemRelease), in_run[k].second);
-        fail(*in.m, "prefetch", r, device[k].size);
+        call_real(GMS_REAL(cuMemRelease), in->device);
+        fail(*in->at.m, "prefetch", r, in->at.size());
         continue;
       }
       done.push_back(c.host);
       c.host = {};
-      c.device = in_run[k].second;
+      c.device = in->device;
     }
     in_run.clear();
   };
   for (In& in : ins) {
-    if (!in_run.empty() && !next_in_run(in_run.back().first->range, in_run.back().first->i, in.range, in.i)) prefetch_run();
-    uint64_t size = in.range->size_of(in.i);
-    CUdeviceptr va = in.m->base + in.range->offset_of(in.i);
-    CUmemGenericAllocationHandle d = 0;
-    auto f = freed.find(size);
+    if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
+    auto f = freed.find(in.at.size());
     if (f != freed.end()) {
-      d = f->second;
+      in.device = f->second;
       freed.erase(f);
     } else {
-      CUmemAllocationProp p = prop(false, in.range->dev);
-      r = call_real(GMS_REAL(cuMemCreate), &d, static_cast<size_t>(size), &p, 0ull);
+      CUmemAllocationProp p = prop(false, in.at.range->dev);
+      r = call_real(GMS_REAL(cuMemCreate), &in.device, static_cast<size_t>(in.at.size()), &p, 0ull);
       if (r != CUDA_SUCCESS) {
         prefetch_run();
-        fail(*in.m, "prefetch", r, size);  // the device is full: this chunk stays on the host
+        fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
         continue;
       }
     }
-    r = call_real(GMS_REAL(cuMemUnmap), va, static_cast<size_t>(size));
+    r = call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size()));
     if (r != CUDA_SUCCESS) {
       prefetch_run();
-      call_real(GMS_REAL(cuMemRelease), d);
-      fail(*in.m, "prefetch", r, size);
+      call_real(GMS_REAL(cuMemRelease), in.device);
+      fail(*in.at.m, "prefetch", r, in.at.size());
       continue;
     }
-    in_run.emplace_back(&in, d);
+    in_run.push_back(&in);
   }
   prefetch_run();
   for (auto& [size, d] : freed) call_real(GMS_REAL(cuMemRelease), d);
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start);
   if (!done.empty()) {
     // Other streams may use the chunks next: the copies must be over before anyone launches.
-    Timed w(Timing::swap_wait_ns);
-    r = per_thread ? call_real(GMS_REAL(cuStreamSynchronize_ptsz), stream) : call_real(GMS_REAL(cuStreamSynchronize), stream);
+    r = wait_stream(stream, per_thread);
     if (r != CUDA_SUCCESS) {
-      for (In& in : ins) fail(*in.m, "prefetch", r, in.m->bytes);
+      for (In& in : ins) fail(*in.at.m, "prefetch", r, in.at.size());
     }
     for (const HostChunk& h : done) give_host(s, h);
   }
