@@ -43,6 +43,17 @@ State& state() {
   return *s;
 }
 
+// Scan order: the movable ranges the calling thread's launch uses, from its scan to its mark.
+// Fixed size (no allocation in TLS the preload may reach early); a launch that uses more ranges
+// marks none, and the next round of moves waits for the context.
+struct LaunchUses {
+  static constexpr size_t kMax = 64;
+  uintptr_t bases[kMax];
+  uint32_t n;
+  bool overflow;
+};
+thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
+
 // The cheap filter in front of registry lookups: the span of addresses of tracked regions.
 std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
@@ -136,6 +147,49 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
   for (size_t j = 0; j < moves.size(); ++j) done(actions[moved[j]], moves[j].result);
 }
 
+// Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
+// `referenced`: the planner's moves for it, and under scan order what it waits for and marks.
+// False when nothing was done (nothing referenced, or the stream is being captured).
+bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int dev, CUstream stream, bool per_thread) {
+  if (referenced.empty() || entry::stream_capturing(stream, per_thread)) return false;
+  uint64_t limit = device_limit(dev), used = ledger().used(dev);
+  policy::ResidencyPlanner& p = planner(s, dev);
+  const uint64_t budget = used < limit ? limit - used : 0;
+  std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
+  ledger().set_resident(dev, p.resident_bytes());
+  // Freed movable ranges kept for reuse hold device memory too: the first to go for room.
+  uint64_t kept = swap::retired_device_bytes(dev);
+  if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget);
+  if (log_enabled(LogLevel::debug)) {
+    Line l;
+    l.str("use on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
+        .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used);
+    log(LogLevel::debug, l);
+  }
+  // Under the lock: no other thread frees a range (which may be handed out again at once) while
+  // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
+  // in between the synchronisation and the remaps.
+  carry_out(s, actions, dev, stream, per_thread);
+  if (options().swap_order == SwapOrder::scan) {
+    t_uses.n = 0;
+    t_uses.overflow = false;
+    for (policy::RegionId id : referenced) {
+      auto t = s.tracked.find(id);
+      if (t == s.tracked.end() || !t->second.swap ||
+          std::find(t_uses.bases, t_uses.bases + t_uses.n, id) != t_uses.bases + t_uses.n) {
+        continue;
+      }
+      if (t_uses.n == LaunchUses::kMax) {
+        t_uses.overflow = true;
+        break;
+      }
+      t_uses.bases[t_uses.n++] = id;
+    }
+    swap::await_ready(t_uses.bases, t_uses.n, stream, per_thread);
+  }
+  return true;
+}
+
 }  // namespace
 
 void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, uint64_t resident) {
@@ -227,27 +281,38 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
       }
       if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced);
     }
-    if (referenced.empty() || entry::stream_capturing(stream, per_thread)) return;
-    uint64_t limit = device_limit(dev), used = ledger().used(dev);
-    policy::ResidencyPlanner& p = planner(s, dev);
-    const uint64_t budget = used < limit ? limit - used : 0;
-    std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
-    ledger().set_resident(dev, p.resident_bytes());
-    // Freed movable ranges kept for reuse hold device memory too: the first to go for room.
-    uint64_t kept = swap::retired_device_bytes(dev);
-    if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget);
-    if (log_enabled(LogLevel::debug)) {
-      Line l;
-      l.str("launch on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
-          .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used);
-      log(LogLevel::debug, l);
-    }
-    // Under the lock: no other thread frees a range (which may be handed out again at once) while
-    // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
-    // in between the synchronisation and the remaps.
-    carry_out(s, actions, dev, stream, per_thread);
+    if (!prepare_use(s, referenced, dev, stream, per_thread)) return;
   }
   if (trace::enabled()) trace::budget(dev);
+}
+
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked) {
+  if (options().swap_order != SwapOrder::scan || options().prefetch == Prefetch::off) return false;
+  ShimScope scope;
+  int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return false;
+  uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  std::vector<policy::RegionId> referenced;
+  const uintptr_t ends[2] = {a, b};
+  scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
+  *marked = prepare_use(s, referenced, dev, stream, per_thread);
+  // A transfer into a stream being captured is not scanned: it counts as unseen work.
+  return *marked || referenced.empty();
+}
+
+void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {
+  if (marked) after_launch_slow(stream, per_thread, true);  // a failed one marked costs a wait
+  swap::count_scanned_transfer();
+}
+
+void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
+  if (t_uses.n == 0 && !t_uses.overflow) return;
+  ShimScope scope;
+  if (launched) swap::mark_used(t_uses.bases, t_uses.overflow ? 0 : t_uses.n, stream, per_thread, t_uses.overflow);
+  t_uses.n = 0;
+  t_uses.overflow = false;
 }
 
 }  // namespace gms::act

@@ -32,5 +32,41 @@ inline void before_launch(CUfunction f, void** params, void** extra, CUstream st
     before_launch_slow(f, params, extra, stream, per_thread);
   }
 }
+// Called by the launch hooks after the real launch: under GPUMEMSHIM_SWAP_ORDER=scan, marks it as
+// the last use of the movable memory its scan found (act/swap.h).
+void after_launch_slow(CUstream stream, bool per_thread, bool launched);
+inline void after_launch(CUstream stream, bool per_thread, bool launched) {
+  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
+    after_launch_slow(stream, per_thread, launched);
+  }
+}
+
+// Around a copy or memset whose device ends are `a` and `b` (0: none), in the copy hooks: under
+// GPUMEMSHIM_SWAP_ORDER=scan it is planned and marked like a launch that references them, so that
+// moves need not wait for the context after it. Copies the hooks cannot name the ends of (2D, 3D,
+// batches, arrays, peers) are not: the next round of moves waits for the context.
+// Returns whether it was scanned (scan order); *marked: whether it uses movable memory.
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked);
+void after_transfer_slow(CUstream stream, bool per_thread, bool marked);
+class TransferScope {
+ public:
+  TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {
+    if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
+      scanned_ = before_transfer_slow(a, b, stream, per_thread, &marked_);
+    }
+  }
+  // After the hook counted the call: see swap::count_scanned_transfer.
+  ~TransferScope() {
+    if (scanned_) after_transfer_slow(stream_, per_thread_, marked_);
+  }
+  TransferScope(const TransferScope&) = delete;
+  TransferScope& operator=(const TransferScope&) = delete;
+
+ private:
+  CUstream stream_;
+  bool per_thread_;
+  bool scanned_ = false;
+  bool marked_ = false;
+};
 
 }  // namespace gms::act

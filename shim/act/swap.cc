@@ -1,5 +1,7 @@
 #include "swap.h"
 
+#include <algorithm>
+#include <atomic>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -9,6 +11,7 @@
 #include "core/guard.h"
 #include "core/ledger.h"
 #include "core/log.h"
+#include "core/options.h"
 #include "core/runtime.h"
 #include "entry/common.h"
 #include "policy/residency.h"
@@ -38,10 +41,21 @@ struct Chunk {
   HostChunk host;                           // else by this
 };
 
+// An event and the device of the context it was made in (its pool).
+struct Mark {
+  CUevent event = nullptr;
+  CUstream stream = nullptr;  // where it was last recorded (for a launch's use)
+  int dev = 0;
+};
+
 struct Range {
   uint64_t size = 0;  // reserved bytes (rounded up)
   int dev = 0;
   std::vector<Chunk> chunks;
+  // GPUMEMSHIM_SWAP_ORDER=scan: the last launch on each stream that the scan saw use the range,
+  // and the copies in that launches must wait for. A move waits for these instead of the context.
+  std::vector<Mark> uses;
+  Mark ready;
   uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
   uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
   // Device memory behind the range: what it takes from the budget.
@@ -63,8 +77,7 @@ struct Range {
 struct Retired {
   uintptr_t base = 0;
   Range range;
-  CUevent freed = nullptr;  // recorded by a stream-ordered free; null: nothing left to wait for
-  int event_dev = 0;        // the device of the context it was made in: its pool
+  Mark freed;  // recorded by a stream-ordered free; no event: nothing left to wait for
 };
 
 constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
@@ -76,8 +89,19 @@ struct State {
   std::deque<Retired> retired;               // oldest first
   uint64_t retired_device[kMaxDevices] = {};
   uint64_t retired_total[kMaxDevices] = {};
-  std::vector<CUevent> events[kMaxDevices];  // unrecorded, for stream-ordered frees, by context
+  std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
+  // GPUMEMSHIM_SWAP_ORDER=scan: the shim's own streams for copies out and in, by context device;
+  // host chunks that copies in still read, each batch with the event that ends them; and the
+  // count of copies, memsets and graph launches (work the scan cannot see) at the last round.
+  CUstream copy_streams[kMaxDevices][2] = {};
+  struct Pending {
+    Mark done;
+    std::vector<HostChunk> hosts;
+  };
+  std::deque<Pending> pending;
+  uint64_t unscanned_seen = 0;
 };
+constexpr uint64_t kUnmarked = ~uint64_t{0};
 
 State& state() {
   static NoDestructor<State> s;
@@ -154,6 +178,56 @@ CUresult map(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle handle,
   return map_span({Piece{va, size, handle}}, dev);
 }
 
+// An idle event of the current context's pool, or a new one; null when there is none.
+Mark take_event(State& s) {
+  Mark m;
+  m.dev = entry::current_device();
+  if (m.dev < 0 || m.dev >= kMaxDevices) return {};
+  auto& pool = s.events[m.dev];
+  if (!pool.empty()) {
+    m.event = pool.back();
+    pool.pop_back();
+  } else if (call_real(GMS_REAL(cuEventCreate), &m.event, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    m.event = nullptr;
+  }
+  return m;
+}
+
+void give_event(State& s, Mark& m) {
+  if (m.event) s.events[m.dev].push_back(m.event);
+  m = {};
+}
+
+// Records a mark on `stream`; a failed record destroys the event (it may be broken).
+bool record(Mark& m, CUstream stream) {
+  m.stream = stream;
+  if (call_real(GMS_REAL(cuEventRecord), m.event, stream) == CUDA_SUCCESS) return true;
+  call_real(GMS_REAL(cuEventDestroy_v2), m.event);
+  m = {};
+  return false;
+}
+
+void drop_marks(State& s, Range& range) {
+  for (Mark& m : range.uses) give_event(s, m);
+  range.uses.clear();
+  give_event(s, range.ready);
+}
+
+// Host chunks whose copies in are over go back to the spares; with `all`, after waiting for them.
+void reap(State& s, bool all) {
+  while (!s.pending.empty()) {
+    State::Pending& p = s.pending.front();
+    if (p.done.event) {
+      CUresult r = all ? call_real(GMS_REAL(cuEventSynchronize), p.done.event) : call_real(GMS_REAL(cuEventQuery), p.done.event);
+      if (r == CUDA_ERROR_NOT_READY) return;
+      // Any other error: the context is broken, nothing more will read them.
+    }
+    for (const HostChunk& h : p.hosts) s.spare.emplace(std::pair{h.dev, h.size}, h);
+    give_event(s, p.done);
+    s.pending.pop_front();
+  }
+}
+
 void drop_host(const HostChunk& h) {
   call_real(GMS_REAL(cuMemUnmap), h.side, static_cast<size_t>(h.size));
   call_real(GMS_REAL(cuMemAddressFree), h.side, static_cast<size_t>(h.size));
@@ -163,6 +237,10 @@ void drop_host(const HostChunk& h) {
 // Caller holds s.mu.
 CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
   auto it = s.spare.find({dev, size});
+  if (it == s.spare.end() && !s.pending.empty()) {
+    reap(s, true);  // waiting for copies in is cheaper than making host memory (200 ms per GiB)
+    it = s.spare.find({dev, size});
+  }
   if (it != s.spare.end()) {
     *out = it->second;
     s.spare.erase(it);
@@ -215,10 +293,9 @@ CUresult destroy(State& s, uintptr_t base, Range& range) {
 
 // Waits for a retired range's free, if it was stream-ordered, and gives its event back.
 void settle(State& s, Retired& t) {
-  if (!t.freed) return;
-  call_real(GMS_REAL(cuEventSynchronize), t.freed);
-  s.events[t.event_dev].push_back(t.freed);
-  t.freed = nullptr;
+  if (!t.freed.event) return;
+  call_real(GMS_REAL(cuEventSynchronize), t.freed.event);
+  give_event(s, t.freed);
 }
 
 // Caller holds s.mu. Removes retired range k from the list and its tallies.
@@ -239,6 +316,7 @@ void release_one(State& s, size_t k) {
 // Caller holds s.mu.
 void release_all(State& s) {
   while (!s.retired.empty()) release_one(s, 0);
+  reap(s, true);
   for (auto& [key, h] : s.spare) drop_host(h);
   s.spare.clear();
   for (auto& pool : s.events) {
@@ -264,6 +342,48 @@ void say_lost(uint64_t size, CUdeviceptr va) {
   log(LogLevel::error, l);
 }
 
+std::atomic<uint64_t> g_scanned_transfers{0};
+
+// Copies, memsets and graph launches so far whose memory no scan saw.
+uint64_t unscanned_work() {
+  const Stats& st = runtime_stats();
+  return st.family(Family::memcpy).calls + st.family(Family::memset).calls + st.launches(LaunchKind::graph) -
+         g_scanned_transfers.load(std::memory_order_relaxed);
+}
+
+// The shim's own stream for copies out (0) or in (1) in the current context; null if none.
+CUstream copy_stream(State& s, int which) {
+  const int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return nullptr;
+  CUstream& st = s.copy_streams[dev][which];
+  if (!st && call_real(GMS_REAL(cuStreamCreate), &st, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) st = nullptr;
+  return st;
+}
+
+// Scan order: waits until nothing the scan saw can still use `ranges` (the launches that did, and
+// copies in under way), or for the whole context when work the scan cannot see was queued since
+// the last round.
+CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
+  const uint64_t unscanned = unscanned_work();
+  if (unscanned != s.unscanned_seen) {
+    s.unscanned_seen = unscanned;
+    return sync_context();
+  }
+  Timed t(Timing::swap_wait_ns);
+  for (Range* range : ranges) {
+    for (Mark& m : range->uses) {
+      CUresult r = call_real(GMS_REAL(cuEventSynchronize), m.event);
+      if (r != CUDA_SUCCESS) return r;
+    }
+    if (range->ready.event) {
+      CUresult r = call_real(GMS_REAL(cuEventSynchronize), range->ready.event);
+      if (r != CUDA_SUCCESS) return r;
+      give_event(s, range->ready);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 uint64_t chunk_bytes() { return policy::ResidencyConfig{}.chunk_bytes; }
@@ -281,10 +401,9 @@ bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* 
     Retired t = take_retired(s, k);
     // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
     // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
-    if (t.freed && use.stream_ordered &&
-        call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed, 0u) == CUDA_SUCCESS) {
-      s.events[t.event_dev].push_back(t.freed);
-      t.freed = nullptr;
+    if (t.freed.event && use.stream_ordered &&
+        call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed.event, 0u) == CUDA_SUCCESS) {
+      give_event(s, t.freed);
     }
     settle(s, t);
     *resident = t.range.resident_prefix();
@@ -345,32 +464,20 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   CUresult r = CUDA_SUCCESS;
   if (use.stream_ordered) {
     // Work queued on the stream before the free may still use the range: the event marks its end.
-    // Events belong to the context they were made in: pooled by its device.
-    const int ctx_dev = entry::current_device();
-    CUevent e = nullptr;
-    if (ctx_dev >= 0 && ctx_dev < kMaxDevices) {
-      auto& pool = s.events[ctx_dev];
-      if (!pool.empty()) {
-        e = pool.back();
-        pool.pop_back();
-      } else if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
-        e = nullptr;
-      }
-    }
-    if (e && call_real(GMS_REAL(cuEventRecord), e, entry::stream_handle(use.stream, use.per_thread)) == CUDA_SUCCESS) {
-      t.freed = e;
-      t.event_dev = ctx_dev;
-    } else {
-      if (e) call_real(GMS_REAL(cuEventDestroy_v2), e);
-      r = wait_stream(use.stream, use.per_thread);
-    }
+    Mark e = take_event(s);
+    if (!e.event || !record(e, entry::stream_handle(use.stream, use.per_thread))) r = wait_stream(use.stream, use.per_thread);
+    t.freed = e;
   } else {
     // Movable memory gets remapped when reused or released: under a queued kernel (on any stream)
     // that would fault.
     r = sync_context();
   }
-  if (r != CUDA_SUCCESS) return r;  // the program keeps it: nothing is known to be safe
+  if (r != CUDA_SUCCESS) {
+    give_event(s, t.freed);
+    return r;  // the program keeps it: nothing is known to be safe
+  }
   t.range = std::move(it->second);
+  drop_marks(s, t.range);  // the free is ordered after its uses
   s.ranges.erase(it);
   s.retired_device[dev] += t.range.device_bytes();
   s.retired_total[dev] += t.range.size;
@@ -445,6 +552,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   };
   std::vector<Out> outs;
   std::vector<In> ins;
+  reap(s, false);
   for (Move& m : moves) {
     auto it = s.ranges.find(m.base);
     if (it == s.ranges.end()) {
@@ -472,9 +580,27 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   }
   if (outs.empty() && ins.empty()) return;
 
-  // Nothing queued anywhere, on any stream, may be writing a chunk while it is copied out, or be
-  // using one while its backing changes.
-  CUresult r = sync_context();
+  // Nothing queued that may write a chunk while it is copied out, or use one while its backing
+  // changes: under context order nothing queued anywhere, on any stream; under scan order none of
+  // the uses the scan saw. Scan order copies on the shim's streams, out and in on different copy
+  // engines, and does not wait for the copies in: launches wait for them on the GPU (ready).
+  CUstream out_stream = stream, in_stream = stream;
+  bool out_pt = per_thread, in_pt = per_thread;
+  const bool scan = options().swap_order == SwapOrder::scan && (out_stream = copy_stream(s, 0)) &&
+                    (in_stream = copy_stream(s, 1));
+  if (scan) {
+    out_pt = in_pt = false;
+  } else {
+    out_stream = in_stream = stream;
+  }
+  std::vector<Range*> touched;
+  if (scan) {
+    for (const Out& o : outs) touched.push_back(o.at.range);
+    for (const In& in : ins) touched.push_back(in.at.range);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  }
+  CUresult r = scan ? wait_for_uses(s, touched) : sync_context();
   if (r != CUDA_SUCCESS) {
     for (Out& o : outs) give_host(s, o.host);
     for (Move& m : moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
@@ -482,13 +608,13 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   }
   // Out: each chunk copied into its host memory, all copies waited for at once.
   std::erase_if(outs, [&](Out& o) {
-    CUresult c = copy(o.host.side, o.at.va(), o.at.size(), stream, per_thread);
+    CUresult c = copy(o.host.side, o.at.va(), o.at.size(), out_stream, out_pt);
     if (c == CUDA_SUCCESS) return false;
     give_host(s, o.host);
     fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
-  if (!outs.empty() && (r = wait_stream(stream, per_thread)) != CUDA_SUCCESS) {
+  if (!outs.empty() && (r = wait_stream(out_stream, out_pt)) != CUDA_SUCCESS) {
     for (Out& o : outs) {
       give_host(s, o.host);
       fail(*o.at.m, "eviction", r, o.at.size());
@@ -553,7 +679,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     }
     for (In* in : in_run) {
       Chunk& c = in->at.chunk();
-      CUresult r = m == CUDA_SUCCESS ? copy(in->at.va(), c.host.side, in->at.size(), stream, per_thread) : m;
+      CUresult r = m == CUDA_SUCCESS ? copy(in->at.va(), c.host.side, in->at.size(), in_stream, in_pt) : m;
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
           // Back to the host copy, which still holds the data.
@@ -597,13 +723,86 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   prefetch_run();
   for (auto& [size, d] : freed) call_real(GMS_REAL(cuMemRelease), d);
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start);
+  if (!done.empty() && scan) {
+    // Each range brought in is ready when the copies are over: launches that use it wait for that
+    // on the GPU (mark_used); the host chunks are spare again after it.
+    State::Pending p;
+    p.done = take_event(s);
+    bool ok = p.done.event && record(p.done, in_stream);
+    for (Range* range : touched) {
+      if (!ok) break;
+      bool brought = std::any_of(ins.begin(), ins.end(), [&](const In& in) { return in.at.range == range && in.device && in.at.chunk().device == in.device; });
+      if (!brought) continue;
+      if (!range->ready.event) range->ready = take_event(s);
+      ok = range->ready.event && record(range->ready, in_stream);
+    }
+    if (ok) {
+      p.hosts = std::move(done);
+      s.pending.push_back(std::move(p));
+      return;
+    }
+    give_event(s, p.done);
+    // No events: wait here, as context order does.
+  }
   if (!done.empty()) {
     // Other streams may use the chunks next: the copies must be over before anyone launches.
-    r = wait_stream(stream, per_thread);
+    r = wait_stream(in_stream, in_pt);
     if (r != CUDA_SUCCESS) {
       for (In& in : ins) fail(*in.at.m, "prefetch", r, in.at.size());
     }
     for (const HostChunk& h : done) give_host(s, h);
+  }
+}
+
+void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_order_relaxed); }
+
+void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread) {
+  if (n == 0) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  for (size_t k = 0; k < n; ++k) {
+    const uintptr_t base = bases[k];
+    auto it = s.ranges.find(base);
+    if (it == s.ranges.end() || !it->second.ready.event) continue;
+    Mark& ready = it->second.ready;
+    CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);
+    if (q == CUDA_SUCCESS) {
+      give_event(s, ready);
+    } else if (call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(stream, per_thread), ready.event, 0u) != CUDA_SUCCESS) {
+      call_real(GMS_REAL(cuEventSynchronize), ready.event);
+    }
+  }
+}
+
+void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked) {
+  constexpr size_t kMaxStreams = 4;  // per range; past it the oldest mark is waited for and reused
+  ShimScope scope;
+  State& s = state();
+  const CUstream handle = entry::stream_handle(stream, per_thread);
+  std::lock_guard lock(s.mu);
+  if (unmarked) s.unscanned_seen = kUnmarked;
+  for (size_t k = 0; k < n; ++k) {
+    const uintptr_t base = bases[k];
+    auto it = s.ranges.find(base);
+    if (it == s.ranges.end()) continue;
+    std::vector<Mark>& uses = it->second.uses;
+    auto m = std::find_if(uses.begin(), uses.end(), [&](const Mark& u) { return u.stream == handle; });
+    if (m == uses.end() && uses.size() >= kMaxStreams) {
+      m = uses.begin();
+      call_real(GMS_REAL(cuEventSynchronize), m->event);
+    }
+    if (m == uses.end()) {
+      Mark fresh = take_event(s);
+      if (fresh.event) {
+        uses.push_back(fresh);
+        m = uses.end() - 1;
+      }
+    }
+    if (m == uses.end() || !record(*m, handle)) {
+      if (m != uses.end()) uses.erase(m);
+      s.unscanned_seen = kUnmarked;  // an unmarked use: the next round waits for the context
+    }
   }
 }
 

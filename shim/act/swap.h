@@ -11,10 +11,14 @@
 // direction 55 GB/s plus 4 ms per GiB against 43 to 50 GB/s. Training loops that outgrow their
 // budget evict as much as they bring back.
 //
-// Moves are synchronous: a launch's moves are carried out together, after one synchronisation of
-// the context, so no queued kernel (on any stream) can be writing a chunk while it is copied out or
-// using one while its backing changes; the copies out are waited for before the remaps, the copies
-// in before the launch.
+// A launch's moves are carried out together. Under GPUMEMSHIM_SWAP_ORDER=context (the default)
+// they start with one synchronisation of the context, so no queued kernel (on any stream) can be
+// writing a chunk while it is copied out or using one while its backing changes; the copies out are
+// waited for before the remaps, the copies in before the launch. Under scan order they wait only for
+// the launches the scan saw use the ranges moved (an event recorded after each), copy on the shim's
+// own streams, and leave the launch to wait for the copies in on the GPU: kernels queued before
+// keep running meanwhile. Copies, memsets and graph launches, whose memory the scan does not see,
+// make the next round wait for the context.
 //
 // Freed ranges are kept, mapped as they are, and handed out again for an allocation of the same
 // size: a framework that frees and allocates the same tensors every step (PyTorch with its
@@ -73,5 +77,15 @@ struct Move {
 // and a wait for them, the remaps (the device memory evictions free backs the prefetches), the
 // prefetches' copies in on `stream` and a wait for them. Chunks already where they should be stay.
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
+
+// GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the ranges at `bases`. Before it: its
+// stream waits for copies in still under way into them. After it: it is their last use on its
+// stream, which moves of their chunks wait for.
+// `unmarked`: the launch also used ranges not listed; the next round waits for the context.
+void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread);
+void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked);
+// A copy or memset the hooks planned and marked like a launch (act/residency.h, TransferScope):
+// not work the scan missed.
+void count_scanned_transfer();
 
 }  // namespace gms::act::swap

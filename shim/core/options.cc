@@ -145,6 +145,12 @@ bool parse_value(const char* t, Prefetch* out) {
   return false;
 }
 
+bool parse_value(const char* t, SwapOrder* out) {
+  if (ieq(t, "context")) return *out = SwapOrder::context, true;
+  if (ieq(t, "scan")) return *out = SwapOrder::scan, true;
+  return false;
+}
+
 bool parse_value(const char* t, RegisterMode* out) {
   if (ieq(t, "auto")) return *out = RegisterMode::auto_, true;
   if (ieq(t, "always")) return *out = RegisterMode::always, true;

@@ -9,6 +9,7 @@ namespace gms {
 enum class Policy : uint8_t { off, spill, managed, pinned, swap };
 enum class SpillTo : uint8_t { managed, pinned };
 enum class Prefetch : uint8_t { launch, off };
+enum class SwapOrder : uint8_t { context, scan };
 enum class RegisterMode : uint8_t { auto_, always, off };
 struct Bool {
   bool value = false;
@@ -72,6 +73,7 @@ const OptionInfo* option_table(size_t* count);
 bool parse_value(const char* text, Policy* out);
 bool parse_value(const char* text, SpillTo* out);
 bool parse_value(const char* text, Prefetch* out);
+bool parse_value(const char* text, SwapOrder* out);
 bool parse_value(const char* text, RegisterMode* out);
 bool parse_value(const char* text, Bool* out);
 bool parse_value(const char* text, DeviceLimits* out);

@@ -4,6 +4,7 @@
 
 #include "act/copy.h"
 #include "act/placement.h"
+#include "act/residency.h"
 #include "common.h"
 #include "trace/trace.h"
 
@@ -161,6 +162,8 @@ using namespace gms::entry;
 
 #define GMS_UNPAREN(...) __VA_ARGS__
 // One hook: forward under the guard, then record the copy described by RECORD.
+// Its memory is not planned or marked (act::TransferScope): under scan order the next round of
+// moves waits for the context.
 #define GMS_COPY_HOOK(sym, params, args, RECORD)                 \
   GMS_EXPORT CUresult sym params {                               \
     GMS_NESTED(sym, GMS_UNPAREN args);                           \
@@ -169,44 +172,56 @@ using namespace gms::entry;
     RECORD;                                                      \
     return r;                                                    \
   }
-
-// Host-device copies, synchronous (legacy or per-thread default stream) and asynchronous, through
-// host_device_copy; device-to-device ones straight through.
-#define GMS_HOST_HOOK(sym, params, args, CALL)                   \
+// One whose device ends and stream are known (USES, for act::TransferScope).
+#define GMS_USES_HOOK(sym, params, args, USES, RECORD)           \
   GMS_EXPORT CUresult sym params {                               \
     GMS_NESTED(sym, GMS_UNPAREN args);                           \
     ::gms::trace::CopyScope trace_copy(#sym);                    \
+    ::gms::act::TransferScope uses USES;                         \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
+    RECORD;                                                      \
+    return r;                                                    \
+  }
+
+// Host-device copies, synchronous (legacy or per-thread default stream) and asynchronous, through
+// host_device_copy; device-to-device ones straight through.
+// USES: the device ends and the stream, for act::TransferScope.
+#define GMS_HOST_HOOK(sym, params, args, USES, CALL)             \
+  GMS_EXPORT CUresult sym params {                               \
+    GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    ::gms::trace::CopyScope trace_copy(#sym);                    \
+    ::gms::act::TransferScope uses USES;                         \
     return CALL;                                                 \
   }
 #define GMS_REAL_CALL(sym, args) [&] { return call_real(GMS_REAL(sym), GMS_UNPAREN args); }
-#define GMS_HTOD(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), \
+#define GMS_HTOD(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), (addr(d), 0, nullptr, PT), \
   host_device_copy(act::HostCopyDir::htod, s, d, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
-#define GMS_DTOH(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), \
+#define GMS_DTOH(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), (addr(s), 0, nullptr, PT), \
   host_device_copy(act::HostCopyDir::dtoh, d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
-#define GMS_HTOD_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), \
+#define GMS_HTOD_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), (addr(d), 0, st, PT), \
   host_device_copy(act::HostCopyDir::htod, s, d, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
-#define GMS_DTOH_A(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), \
+#define GMS_DTOH_A(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(s), 0, st, PT), \
   host_device_copy(act::HostCopyDir::dtoh, d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
-#define GMS_ANY(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), \
+#define GMS_ANY(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), \
   unified_copy(d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
-#define GMS_ANY_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), \
+#define GMS_ANY_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), \
   unified_copy(d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
-#define GMS_DTOD(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), linear_copy(r, dev(d), dev(s), n, false))
-#define GMS_DTOD_A(sym) GMS_COPY_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), linear_copy(r, dev(d), dev(s), n, false))
+#define GMS_DTOD(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), linear_copy(r, dev(d), dev(s), n, false))
+#define GMS_DTOD_A(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), linear_copy(r, dev(d), dev(s), n, false))
 GMS_HTOD(cuMemcpyHtoD_v2, false)
 GMS_HTOD(cuMemcpyHtoD_v2_ptds, true)
 GMS_DTOH(cuMemcpyDtoH_v2, false)
 GMS_DTOH(cuMemcpyDtoH_v2_ptds, true)
-GMS_DTOD(cuMemcpyDtoD_v2)
-GMS_DTOD(cuMemcpyDtoD_v2_ptds)
+GMS_DTOD(cuMemcpyDtoD_v2, false)
+GMS_DTOD(cuMemcpyDtoD_v2_ptds, true)
 GMS_ANY(cuMemcpy, false)
 GMS_ANY(cuMemcpy_ptds, true)
 GMS_HTOD_A(cuMemcpyHtoDAsync_v2, false)
 GMS_HTOD_A(cuMemcpyHtoDAsync_v2_ptsz, true)
 GMS_DTOH_A(cuMemcpyDtoHAsync_v2, false)
 GMS_DTOH_A(cuMemcpyDtoHAsync_v2_ptsz, true)
-GMS_DTOD_A(cuMemcpyDtoDAsync_v2)
-GMS_DTOD_A(cuMemcpyDtoDAsync_v2_ptsz)
+GMS_DTOD_A(cuMemcpyDtoDAsync_v2, false)
+GMS_DTOD_A(cuMemcpyDtoDAsync_v2_ptsz, true)
 GMS_ANY_A(cuMemcpyAsync, false)
 GMS_ANY_A(cuMemcpyAsync_ptsz, true)
 
@@ -289,38 +304,39 @@ GMS_BATCH3D_130(cuMemcpy3DBatchAsync_v2)
 GMS_BATCH3D_130(cuMemcpy3DBatchAsync_v2_ptsz)
 
 // Memsets: counted by the bytes they write.
-#define GMS_MEMSET(sym, T, W)                                                                                   \
-  GMS_COPY_HOOK(sym, (CUdeviceptr d, T v, size_t n), (d, v, n), observe::call(Family::memset, ok(r), n * (W)))
-#define GMS_MEMSET_A(sym, T, W)                                                                                     \
-  GMS_COPY_HOOK(sym, (CUdeviceptr d, T v, size_t n, CUstream st), (d, v, n, st),                                    \
+#define GMS_MEMSET(sym, T, W, PT)                                                                               \
+  GMS_USES_HOOK(sym, (CUdeviceptr d, T v, size_t n), (d, v, n), (addr(d), 0, nullptr, PT),                      \
                 observe::call(Family::memset, ok(r), n * (W)))
-#define GMS_MEMSET2D(sym, T, W)                                                                            \
-  GMS_COPY_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h), (d, pitch, v, w, h),          \
-                observe::call(Family::memset, ok(r), w * (W) * h))
-#define GMS_MEMSET2D_A(sym, T, W)                                                                                  \
-  GMS_COPY_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream st), (d, pitch, v, w, h, st), \
-                observe::call(Family::memset, ok(r), w * (W) * h))
-GMS_MEMSET(cuMemsetD8_v2, unsigned char, 1)
-GMS_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
-GMS_MEMSET(cuMemsetD16_v2, unsigned short, 2)
-GMS_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2)
-GMS_MEMSET(cuMemsetD32_v2, unsigned int, 4)
-GMS_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4)
-GMS_MEMSET2D(cuMemsetD2D8_v2, unsigned char, 1)
-GMS_MEMSET2D(cuMemsetD2D8_v2_ptds, unsigned char, 1)
-GMS_MEMSET2D(cuMemsetD2D16_v2, unsigned short, 2)
-GMS_MEMSET2D(cuMemsetD2D16_v2_ptds, unsigned short, 2)
-GMS_MEMSET2D(cuMemsetD2D32_v2, unsigned int, 4)
-GMS_MEMSET2D(cuMemsetD2D32_v2_ptds, unsigned int, 4)
-GMS_MEMSET_A(cuMemsetD8Async, unsigned char, 1)
-GMS_MEMSET_A(cuMemsetD8Async_ptsz, unsigned char, 1)
-GMS_MEMSET_A(cuMemsetD16Async, unsigned short, 2)
-GMS_MEMSET_A(cuMemsetD16Async_ptsz, unsigned short, 2)
-GMS_MEMSET_A(cuMemsetD32Async, unsigned int, 4)
-GMS_MEMSET_A(cuMemsetD32Async_ptsz, unsigned int, 4)
-GMS_MEMSET2D_A(cuMemsetD2D8Async, unsigned char, 1)
-GMS_MEMSET2D_A(cuMemsetD2D8Async_ptsz, unsigned char, 1)
-GMS_MEMSET2D_A(cuMemsetD2D16Async, unsigned short, 2)
-GMS_MEMSET2D_A(cuMemsetD2D16Async_ptsz, unsigned short, 2)
-GMS_MEMSET2D_A(cuMemsetD2D32Async, unsigned int, 4)
-GMS_MEMSET2D_A(cuMemsetD2D32Async_ptsz, unsigned int, 4)
+#define GMS_MEMSET_A(sym, T, W, PT)                                                                                 \
+  GMS_USES_HOOK(sym, (CUdeviceptr d, T v, size_t n, CUstream st), (d, v, n, st), (addr(d), 0, st, PT),             \
+                observe::call(Family::memset, ok(r), n * (W)))
+#define GMS_MEMSET2D(sym, T, W, PT)                                                                        \
+  GMS_USES_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h), (d, pitch, v, w, h),          \
+                (addr(d), 0, nullptr, PT), observe::call(Family::memset, ok(r), w * (W) * h))
+#define GMS_MEMSET2D_A(sym, T, W, PT)                                                                              \
+  GMS_USES_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream st), (d, pitch, v, w, h, st), \
+                (addr(d), 0, st, PT), observe::call(Family::memset, ok(r), w * (W) * h))
+GMS_MEMSET(cuMemsetD8_v2, unsigned char, 1, false)
+GMS_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1, true)
+GMS_MEMSET(cuMemsetD16_v2, unsigned short, 2, false)
+GMS_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2, true)
+GMS_MEMSET(cuMemsetD32_v2, unsigned int, 4, false)
+GMS_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4, true)
+GMS_MEMSET2D(cuMemsetD2D8_v2, unsigned char, 1, false)
+GMS_MEMSET2D(cuMemsetD2D8_v2_ptds, unsigned char, 1, true)
+GMS_MEMSET2D(cuMemsetD2D16_v2, unsigned short, 2, false)
+GMS_MEMSET2D(cuMemsetD2D16_v2_ptds, unsigned short, 2, true)
+GMS_MEMSET2D(cuMemsetD2D32_v2, unsigned int, 4, false)
+GMS_MEMSET2D(cuMemsetD2D32_v2_ptds, unsigned int, 4, true)
+GMS_MEMSET_A(cuMemsetD8Async, unsigned char, 1, false)
+GMS_MEMSET_A(cuMemsetD8Async_ptsz, unsigned char, 1, true)
+GMS_MEMSET_A(cuMemsetD16Async, unsigned short, 2, false)
+GMS_MEMSET_A(cuMemsetD16Async_ptsz, unsigned short, 2, true)
+GMS_MEMSET_A(cuMemsetD32Async, unsigned int, 4, false)
+GMS_MEMSET_A(cuMemsetD32Async_ptsz, unsigned int, 4, true)
+GMS_MEMSET2D_A(cuMemsetD2D8Async, unsigned char, 1, false)
+GMS_MEMSET2D_A(cuMemsetD2D8Async_ptsz, unsigned char, 1, true)
+GMS_MEMSET2D_A(cuMemsetD2D16Async, unsigned short, 2, false)
+GMS_MEMSET2D_A(cuMemsetD2D16Async_ptsz, unsigned short, 2, true)
+GMS_MEMSET2D_A(cuMemsetD2D32Async, unsigned int, 4, false)
+GMS_MEMSET2D_A(cuMemsetD2D32Async_ptsz, unsigned int, 4, true)

@@ -7,13 +7,15 @@ using namespace gms::entry;
 
 #define GMS_UNPAREN(...) __VA_ARGS__
 // PREPARE runs before the real launch: the residency planner's prefetches go on the same stream.
-#define GMS_LAUNCH_HOOK(sym, params, args, KIND, PREPARE)    \
-  GMS_EXPORT CUresult sym params {                           \
-    GMS_NESTED(sym, GMS_UNPAREN args);                       \
-    PREPARE;                                                 \
-    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args); \
-    observe::launch(LaunchKind::KIND, ok(r));                \
-    return r;                                                \
+// FINISH after it, told whether it launched.
+#define GMS_LAUNCH_HOOK(sym, params, args, KIND, PREPARE, FINISH) \
+  GMS_EXPORT CUresult sym params {                                \
+    GMS_NESTED(sym, GMS_UNPAREN args);                            \
+    PREPARE;                                                      \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);      \
+    FINISH;                                                       \
+    observe::launch(LaunchKind::KIND, ok(r));                     \
+    return r;                                                     \
   }
 
 #define GMS_LAUNCH(sym, PTSZ)                                                                                      \
@@ -21,18 +23,19 @@ using namespace gms::entry;
                   (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
                    unsigned shmem, CUstream st, void** params, void** extra),                                \
                   (f, gx, gy, gz, bx, by, bz, shmem, st, params, extra), kernel,                     \
-                  act::before_launch(f, params, extra, st, PTSZ))
+                  act::before_launch(f, params, extra, st, PTSZ), act::after_launch(st, PTSZ, ok(r)))
 #define GMS_LAUNCH_COOP(sym, PTSZ)                                                                                 \
   GMS_LAUNCH_HOOK(sym,                                                                                       \
                   (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
                    unsigned shmem, CUstream st, void** params),                                              \
                   (f, gx, gy, gz, bx, by, bz, shmem, st, params), cooperative,                      \
-                  act::before_launch(f, params, nullptr, st, PTSZ))
+                  act::before_launch(f, params, nullptr, st, PTSZ), act::after_launch(st, PTSZ, ok(r)))
 #define GMS_LAUNCH_EX(sym, PTSZ) \
   GMS_LAUNCH_HOOK(sym, (const CUlaunchConfig* c, CUfunction f, void** params, void** extra), (c, f, params, extra), \
-                  kernel_ex, if (c) act::before_launch(f, params, extra, c->hStream, PTSZ))
+                  kernel_ex, if (c) act::before_launch(f, params, extra, c->hStream, PTSZ), \
+                  if (c) act::after_launch(c->hStream, PTSZ, ok(r)))
 // A graph's kernels and their arguments are fixed inside it: nothing to scan at launch.
-#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph, (void)0)
+#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph, (void)0, (void)0)
 GMS_LAUNCH(cuLaunchKernel, false)
 GMS_LAUNCH(cuLaunchKernel_ptsz, true)
 GMS_LAUNCH_COOP(cuLaunchCooperativeKernel, false)

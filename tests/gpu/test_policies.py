@@ -31,6 +31,7 @@ POLICIES = {
     "managed": {"GPUMEMSHIM_POLICY": "managed"},
     "pinned": {"GPUMEMSHIM_POLICY": "pinned"},
     "swap": {"GPUMEMSHIM_POLICY": "swap"},
+    "swap-scan": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan"},
 }
 PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap")
 

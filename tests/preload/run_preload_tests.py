@@ -783,6 +783,21 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(d["converted_managed"]["calls"], 0)
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
+    def test_scan_order(self):
+        run = self.run_program("swap_scan", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan"))
+        self.assertIn("swap scan ok", run.stdout)
+        d = self.only_stats(run)["decisions"]
+        # In: b, a, b (for a copy), then what the last copies and the memset need; out: one more
+        # (c, made over the budget).
+        self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5, 6))
+        self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
+
+    def test_scan_order_checks_fail_in_context_order(self):
+        # The program's expectations of scan order do not hold in the default order: it fails a
+        # check, without crashing.
+        run = self.run_program("swap_scan", env=self.ENV, expect_rc=1)
+        self.assertIn("check failed", run.stderr)
+
     def test_prefetch_off_moves_nothing(self):
         # The program expects moves, so it fails its first check on them, without crashing.
         run = self.run_program("swap", env=dict(self.ENV, GPUMEMSHIM_PREFETCH="off"), expect_rc=1)

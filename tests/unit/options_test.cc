@@ -219,6 +219,12 @@ TEST(ParsePolicyFamily, Forms) {
   ASSERT_TRUE(parse_value("off", &f));
   EXPECT_EQ(f, Prefetch::off);
   EXPECT_FALSE(parse_value("always", &f));
+  SwapOrder o;
+  ASSERT_TRUE(parse_value("Scan", &o));
+  EXPECT_EQ(o, SwapOrder::scan);
+  ASSERT_TRUE(parse_value("context", &o));
+  EXPECT_EQ(o, SwapOrder::context);
+  EXPECT_FALSE(parse_value("stream", &o));
 }
 
 }  // namespace

@@ -614,6 +614,10 @@ FAKE_EXPORT void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg) 
   g_before_async.store(fn);
 }
 
+std::atomic<bool> g_events_busy{false};
+
+FAKE_EXPORT void fake_cuda_set_events_busy(int on) { g_events_busy.store(on != 0); }
+
 FAKE_EXPORT void fake_cuda_set_defer(int on) {
   g_defer.store(on != 0);
   if (!on) run_held();
@@ -849,6 +853,7 @@ FAKE_IMPL(cuEventSynchronize)(CUevent ev) {
 
 FAKE_IMPL(cuEventQuery)(CUevent ev) {
   count(k_cuEventQuery);
+  if (g_events_busy.load()) return ev ? CUDA_ERROR_NOT_READY : CUDA_ERROR_INVALID_HANDLE;
   return event_done(ev);
 }
 

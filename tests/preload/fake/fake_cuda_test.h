@@ -26,6 +26,10 @@ void fake_cuda_set_capturing(CUstream s, int on);
 // memset or launch. Freeing or unregistering pinned memory that a held copy uses aborts.
 void fake_cuda_set_defer(int on);
 
+// From now on (on = 0: no longer) cuEventQuery answers CUDA_ERROR_NOT_READY, as for work still
+// running on a GPU; cuEventSynchronize still completes.
+void fake_cuda_set_events_busy(int on);
+
 // The next async copy (host to device or back) calls fn(arg) first, before it looks at the host
 // memory: a test's way to make something happen between an interposer's decision and the driver's
 // look. Once only.

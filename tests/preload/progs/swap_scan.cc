@@ -1,0 +1,155 @@
+// Movable memory under GPUMEMSHIM_SWAP_ORDER=scan over the stand-in driver (run with
+// GPUMEMSHIM_POLICY=swap, GPUMEMSHIM_DEVICE_LIMIT=8M and a managed cap). Checks that moves wait for
+// what the launch scan saw, not for the context, and that every byte survives:
+// - each launch, copy or memset that uses movable memory is marked with an event after it;
+// - a move waits for the marks of the ranges it moves (on every stream that used them), copies on
+//   the shim's own streams, waits on the host only for the copies out, and the launch waits for the
+//   copies in on the GPU;
+// - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
+#include <algorithm>
+
+#include "common.h"
+
+namespace {
+
+constexpr size_t MiB = 1u << 20;
+constexpr size_t kWords = 4 * MiB / sizeof(uint32_t);
+
+using Count = preload::CallCount;
+unsigned long last(const char* s) { return fake_cuda_last_call(s); }
+
+// x[i] += 1; params: CUdeviceptr x, size_t count
+void k_inc(void** p) {
+  uint32_t* x = preload::dev_ptr<uint32_t>(*static_cast<CUdeviceptr*>(p[0]));
+  size_t n = *static_cast<size_t*>(p[1]);
+  for (size_t i = 0; i < n; ++i) x[i] += 1;
+}
+
+CUresult inc(CUdeviceptr x, CUstream s) {
+  size_t n = kWords;
+  void* params[] = {&x, &n};
+  return cuLaunchKernel(preload::as_function(k_inc), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
+void put(CUdeviceptr x, uint32_t seed) {
+  std::vector<uint32_t> v(kWords);
+  for (size_t i = 0; i < kWords; ++i) v[i] = seed * 1000003u + static_cast<uint32_t>(i);
+  CK(cuMemcpyHtoD(x, v.data(), 4 * MiB));
+}
+
+// A 2D copy of one row inside x: the hooks do not scan 2D copies.
+void copy_2d(CUdeviceptr x) {
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = x;
+  c.dstDevice = x + 1024;
+  c.WidthInBytes = 512;
+  c.Height = 1;
+  CK(cuMemcpy2D(&c));
+}
+
+bool holds(CUdeviceptr x, uint32_t seed, uint32_t plus) {
+  std::vector<uint32_t> v(kWords);
+  CK(cuMemcpyDtoH(v.data(), x, 4 * MiB));
+  for (size_t i = 0; i < kWords; ++i) {
+    if (v[i] != seed * 1000003u + static_cast<uint32_t>(i) + plus) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  preload::use_device0();
+  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
+  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_inc), sizes, 2) == 0);
+  CUstream st, st2;
+  CK(cuStreamCreate(&st, 0));
+  CK(cuStreamCreate(&st2, 0));
+
+  CUdeviceptr a = 0, b = 0, c = 0;
+  CK(cuMemAlloc(&a, 4 * MiB));
+  CK(cuMemAlloc(&b, 4 * MiB));
+  put(a, 1);  // copies: marked on the legacy stream (the moves below wait for the marks)
+  put(b, 2);
+  {
+    Count record("cuEventRecord");
+    CK(inc(a, st));  // on two streams: a move of a waits for both
+    CK(inc(a, st2));
+    CHECK(record.added() == 2);
+    CHECK(last("cuLaunchKernel") < last("cuEventRecord"));
+  }
+  {
+    // Over the budget, b (the least recently used) goes out, after its copy's mark.
+    Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize");
+    CK(cuMemAlloc(&c, 4 * MiB));
+    CHECK(sync.added() == 0);
+    CHECK(esync.added() == 1);
+    CHECK(streams.added() == 2);  // the shim's streams for copies out and in
+  }
+  put(c, 3);
+  CK(inc(c, st));  // resident: no move
+  {
+    // b comes in and a (least recently used) goes out; a 2D copy since the last round makes this
+    // one wait for the context, once.
+    copy_2d(c);
+    Count sync("cuCtxSynchronize");
+    CK(inc(b, st));
+    CHECK(sync.added() == 1);
+  }
+  put(c, 3);  // undo the 2D copy
+  {
+    // a comes back for a launch on st2 and b (used before c's copy) goes out. No context
+    // synchronisation: the host waits for the marks of a and b and for the copy out; the launch waits for the copy in on the GPU,
+    // which has not finished.
+    fake_cuda_set_events_busy(1);
+    Count sync("cuCtxSynchronize"), esync("cuEventSynchronize"), ssync("cuStreamSynchronize"),
+        wait("cuStreamWaitEvent");
+    CK(inc(a, st2));
+    fake_cuda_set_events_busy(0);
+    CHECK(sync.added() == 0);
+    // The marks of a (copy, st, st2) and b (copy, st), and the copy in of b's round, whose host
+    // chunk b's copy out takes.
+    CHECK(esync.added() == 5 + 1);
+    CHECK(ssync.added() == 1);  // the copy out, before the remaps
+    CHECK(last("cuEventSynchronize") < last("cuMemcpyDtoDAsync_v2"));
+    CHECK(last("cuStreamSynchronize") < last("cuMemUnmap"));
+    CHECK(wait.added() == 1);
+    CHECK(last("cuMemUnmap") < last("cuStreamWaitEvent"));
+    CHECK(last("cuStreamWaitEvent") < last("cuLaunchKernel"));
+  }
+  {
+    // A copy out of a host-backed range (b) brings it in first, like a launch would, and the copy
+    // waits for the copy in on the GPU.
+    fake_cuda_set_events_busy(1);
+    Count sync("cuCtxSynchronize"), wait("cuStreamWaitEvent");
+    CHECK(holds(b, 2, 1));
+    fake_cuda_set_events_busy(0);
+    CHECK(sync.added() == 0);
+    CHECK(wait.added() == 1);
+    // The copy itself: the driver's, or the shim's staged one.
+    CHECK(last("cuStreamWaitEvent") < std::max(last("cuMemcpyDtoH_v2"), last("cuMemcpyDtoHAsync_v2")));
+  }
+  CHECK(holds(a, 1, 3));
+  CHECK(holds(c, 3, 0));
+  {
+    // A memset is planned and marked too.
+    Count record("cuEventRecord");
+    CK(cuMemsetD32Async(b, 7, 16, st));
+    CHECK(record.added() >= 1);  // and those of the moves that bring b in
+    CHECK(last("cuMemsetD32Async") < last("cuEventRecord"));
+    CK(inc(b, st));
+  }
+  {
+    std::vector<uint32_t> v(16);
+    CK(cuMemcpyDtoH(v.data(), b, 64));
+    for (uint32_t w : v) CHECK(w == 8);
+  }
+  CK(cuMemFree(a));
+  CK(cuMemFree(b));
+  CK(cuMemFree(c));
+  CK(cuStreamDestroy(st));
+  CK(cuStreamDestroy(st2));
+  std::printf("swap scan ok\n");
+  return 0;
+}
