@@ -545,6 +545,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   struct Out {
     Slot at;
     HostChunk host;  // the copy
+    Mark copied;     // recorded after the copy, when events are to be had
   };
   struct In {
     Slot at;
@@ -575,7 +576,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
         fail(m, "eviction", r, at.size());
         continue;
       }
-      outs.push_back({at, h});
+      outs.push_back({at, h, {}});
     }
   }
   if (outs.empty() && ins.empty()) return;
@@ -606,16 +607,24 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     for (Move& m : moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
     return;
   }
-  // Out: each chunk copied into its host memory, all copies waited for at once.
+  // Out: each chunk copied into its host memory. Each chunk's copy is waited for just before its
+  // remap, so the remaps of the first chunks overlap the copies of the rest (on the H100 1 GiB
+  // copies out in 20 ms and its host chunks map in 13 ms); without events, all at once first.
+  bool events = true;
   std::erase_if(outs, [&](Out& o) {
     CUresult c = copy(o.host.side, o.at.va(), o.at.size(), out_stream, out_pt);
-    if (c == CUDA_SUCCESS) return false;
+    if (c == CUDA_SUCCESS) {
+      if (events) o.copied = take_event(s);
+      events = events && o.copied.event && record(o.copied, entry::stream_handle(out_stream, out_pt));
+      return false;
+    }
     give_host(s, o.host);
     fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
-  if (!outs.empty() && (r = wait_stream(out_stream, out_pt)) != CUDA_SUCCESS) {
+  if (!events && !outs.empty() && (r = wait_stream(out_stream, out_pt)) != CUDA_SUCCESS) {
     for (Out& o : outs) {
+      give_event(s, o.copied);
       give_host(s, o.host);
       fail(*o.at.m, "eviction", r, o.at.size());
     }
@@ -646,9 +655,17 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     }
     out_run.clear();
   };
+  uint64_t waited = 0;
   for (Out& o : outs) {
     if (!out_run.empty() && !o.at.follows(out_run.back()->at)) evict_run();
-    CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
+    CUresult u = CUDA_SUCCESS;
+    if (o.copied.event) {
+      const uint64_t t0 = trace::monotonic_ns();
+      if (events) u = call_real(GMS_REAL(cuEventSynchronize), o.copied.event);
+      waited += trace::monotonic_ns() - t0;
+      give_event(s, o.copied);
+    }
+    if (u == CUDA_SUCCESS) u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
     if (u != CUDA_SUCCESS) {
       evict_run();
       give_host(s, o.host);
@@ -722,7 +739,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   }
   prefetch_run();
   for (auto& [size, d] : freed) call_real(GMS_REAL(cuMemRelease), d);
-  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start);
+  runtime_stats().time(Timing::swap_wait_ns, waited);
+  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start - waited);
   if (!done.empty() && scan) {
     // Each range brought in is ready when the copies are over: launches that use it wait for that
     // on the GPU (mark_used); the host chunks are spare again after it.

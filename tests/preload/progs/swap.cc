@@ -4,8 +4,9 @@
 // - an allocation is a reserved range backed by device memory (cuMemCreate, cuMemMap); past the
 //   budget the least recently used range is evicted to make room; never cuMemAlloc or managed memory;
 // - a launch that references a host-backed range brings it in and evicts the least recently used
-//   range, together: one context synchronisation before the copies and remaps, and the evicted
-//   device memory backs the range brought in;
+//   range, together: one context synchronisation before the copies and remaps, each chunk's copy
+//   out waited for (an event) just before its remap, and the evicted device memory backs the range
+//   brought in;
 // - a kernel reads and writes the range wherever it is;
 // - a stream-ordered free waits for nothing, and an allocation of the same size gets the range back:
 //   stream-ordered after a GPU-side wait for the free, and through a plain allocation after a
@@ -79,8 +80,9 @@ int main() {
     // Everything queued is done before the copy out (a kernel on another stream may still have been
     // writing a), and the copy before the remap.
     CHECK(last("cuCtxSynchronize") < last("cuMemcpyDtoDAsync_v2"));
-    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuStreamSynchronize"));
-    CHECK(last("cuStreamSynchronize") < last("cuMemUnmap"));
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuEventRecord"));  // marks the end of the copy
+    CHECK(last("cuEventRecord") < last("cuEventSynchronize"));
+    CHECK(last("cuEventSynchronize") < last("cuMemUnmap"));
     CHECK(alloc.added() == 0);
     CHECK(managed.added() == 0);
   }

@@ -3,8 +3,8 @@
 // what the launch scan saw, not for the context, and that every byte survives:
 // - each launch, copy or memset that uses movable memory is marked with an event after it;
 // - a move waits for the marks of the ranges it moves (on every stream that used them), copies on
-//   the shim's own streams, waits on the host only for the copies out, and the launch waits for the
-//   copies in on the GPU;
+//   the shim's own streams, waits on the host only for the copies out (each before its remap), and
+//   the launch waits for the copies in on the GPU;
 // - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
 #include <algorithm>
 
@@ -80,11 +80,12 @@ int main() {
     CHECK(last("cuLaunchKernel") < last("cuEventRecord"));
   }
   {
-    // Over the budget, b (the least recently used) goes out, after its copy's mark.
+    // Over the budget, b (the least recently used) goes out, after its copy's mark; then the copy
+    // out's end.
     Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize");
     CK(cuMemAlloc(&c, 4 * MiB));
     CHECK(sync.added() == 0);
-    CHECK(esync.added() == 1);
+    CHECK(esync.added() == 1 + 1);
     CHECK(streams.added() == 2);  // the shim's streams for copies out and in
   }
   put(c, 3);
@@ -108,12 +109,12 @@ int main() {
     CK(inc(a, st2));
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
-    // The marks of a (copy, st, st2) and b (copy, st), and the copy in of b's round, whose host
-    // chunk b's copy out takes.
-    CHECK(esync.added() == 5 + 1);
-    CHECK(ssync.added() == 1);  // the copy out, before the remaps
-    CHECK(last("cuEventSynchronize") < last("cuMemcpyDtoDAsync_v2"));
-    CHECK(last("cuStreamSynchronize") < last("cuMemUnmap"));
+    // The marks of a (copy, st, st2) and b (copy, st), the copy in of b's round, whose host chunk
+    // b's copy out takes, and the copy out, before the remap.
+    CHECK(esync.added() == 5 + 1 + 1);
+    CHECK(ssync.added() == 0);
+    CHECK(last("cuEventSynchronize") < last("cuMemUnmap"));
+    CHECK(last("cuMemUnmap") < last("cuMemcpyDtoDAsync_v2"));  // the copy in, after the remaps
     CHECK(wait.added() == 1);
     CHECK(last("cuMemUnmap") < last("cuStreamWaitEvent"));
     CHECK(last("cuStreamWaitEvent") < last("cuLaunchKernel"));
