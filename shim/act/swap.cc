@@ -743,7 +743,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start - waited);
   if (!done.empty() && scan) {
     // Each range brought in is ready when the copies are over: launches that use it wait for that
-    // on the GPU (mark_used); the host chunks are spare again after it.
+    // on the GPU (await_ready); the host chunks are spare again after it.
     State::Pending p;
     p.done = take_event(s);
     bool ok = p.done.event && record(p.done, in_stream);
