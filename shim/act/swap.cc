@@ -587,12 +587,15 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   // engines, and does not wait for the copies in: launches wait for them on the GPU (ready).
   CUstream out_stream = stream, in_stream = stream;
   bool out_pt = per_thread, in_pt = per_thread;
-  const bool scan = options().swap_order == SwapOrder::scan && (out_stream = copy_stream(s, 0)) &&
-                    (in_stream = copy_stream(s, 1));
-  if (scan) {
-    out_pt = in_pt = false;
-  } else {
-    out_stream = in_stream = stream;
+  bool scan = false;
+  if (options().swap_order == SwapOrder::scan) {
+    CUstream o = copy_stream(s, 0), i = o ? copy_stream(s, 1) : nullptr;
+    if (i) {  // else this round goes in context order
+      out_stream = o;
+      in_stream = i;
+      out_pt = in_pt = false;
+      scan = true;
+    }
   }
   std::vector<Range*> touched;
   if (scan) {
