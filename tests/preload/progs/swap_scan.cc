@@ -8,34 +8,11 @@
 // - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
 #include <algorithm>
 
-#include "common.h"
+#include "swap_common.h"
+
+using namespace swap_test;
 
 namespace {
-
-constexpr size_t MiB = 1u << 20;
-constexpr size_t kWords = 4 * MiB / sizeof(uint32_t);
-
-using Count = preload::CallCount;
-unsigned long last(const char* s) { return fake_cuda_last_call(s); }
-
-// x[i] += 1; params: CUdeviceptr x, size_t count
-void k_inc(void** p) {
-  uint32_t* x = preload::dev_ptr<uint32_t>(*static_cast<CUdeviceptr*>(p[0]));
-  size_t n = *static_cast<size_t*>(p[1]);
-  for (size_t i = 0; i < n; ++i) x[i] += 1;
-}
-
-CUresult inc(CUdeviceptr x, CUstream s) {
-  size_t n = kWords;
-  void* params[] = {&x, &n};
-  return cuLaunchKernel(preload::as_function(k_inc), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
-}
-
-void put(CUdeviceptr x, uint32_t seed) {
-  std::vector<uint32_t> v(kWords);
-  for (size_t i = 0; i < kWords; ++i) v[i] = seed * 1000003u + static_cast<uint32_t>(i);
-  CK(cuMemcpyHtoD(x, v.data(), 4 * MiB));
-}
 
 // A 2D copy of one row inside x: the hooks do not scan 2D copies.
 void copy_2d(CUdeviceptr x) {
@@ -48,21 +25,11 @@ void copy_2d(CUdeviceptr x) {
   CK(cuMemcpy2D(&c));
 }
 
-bool holds(CUdeviceptr x, uint32_t seed, uint32_t plus) {
-  std::vector<uint32_t> v(kWords);
-  CK(cuMemcpyDtoH(v.data(), x, 4 * MiB));
-  for (size_t i = 0; i < kWords; ++i) {
-    if (v[i] != seed * 1000003u + static_cast<uint32_t>(i) + plus) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int main() {
   preload::use_device0();
-  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
-  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_inc), sizes, 2) == 0);
+  declare_kernels();
   CUstream st, st2;
   CK(cuStreamCreate(&st, 0));
   CK(cuStreamCreate(&st2, 0));
