@@ -186,6 +186,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
       t_uses.bases[t_uses.n++] = id;
     }
     swap::await_ready(t_uses.bases, t_uses.n, stream, per_thread);
+    if (t_uses.overflow) swap::finish_copies();  // the ranges past the list are not awaited
   }
   return true;
 }
@@ -268,6 +269,14 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
+      if (params_layout.empty() && options().swap_order == SwapOrder::scan) {
+        // No layout (or no parameters): the kernel may use any movable memory. Nothing it might
+        // reach is left parked or mid-copy, and the next round of moves waits for the context.
+        swap::finish_copies();
+        t_uses.n = 0;
+        t_uses.overflow = true;
+        return;
+      }
       for (size_t i = 0; i < params_layout.size(); ++i) {
         scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced);
       }
@@ -300,6 +309,11 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   *marked = prepare_use(s, referenced, dev, stream, per_thread);
   // A transfer into a stream being captured is not scanned: it counts as unseen work.
   return *marked || referenced.empty();
+}
+
+void before_unscanned_slow() {
+  ShimScope scope;
+  swap::finish_copies();
 }
 
 void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {

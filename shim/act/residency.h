@@ -48,6 +48,12 @@ inline void after_launch(CUstream stream, bool per_thread, bool launched) {
 // Returns whether it was scanned (scan order); *marked: whether it uses movable memory.
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked);
 void after_transfer_slow(CUstream stream, bool per_thread, bool marked);
+// Before work whose memory no scan sees (the other copies, graph launches): under scan order it
+// waits for the moves' copies still under way (act/swap.h, finish_copies).
+void before_unscanned_slow();
+inline void before_unscanned() {
+  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) before_unscanned_slow();
+}
 class TransferScope {
  public:
   TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {

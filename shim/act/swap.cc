@@ -26,10 +26,12 @@ constexpr uint64_t kGranule = 2ull << 20;  // cuMemCreate's granularity on every
 
 uint64_t round_up(uint64_t n) { return (n + kGranule - 1) / kGranule * kGranule; }
 
-// Pinned host memory for one chunk, mapped once at a range of its own so that copies can reach it
-// while the program's range is still backed by the device. Kept for reuse: making it costs about
-// 200 ms per GiB on the H100, mapping it 13 ms per GiB.
-struct HostChunk {
+// Memory behind one chunk, device or pinned host, with a range of its own (side) where the shim's
+// copies reach it. Copies never go through the program's range, so remapping that range never
+// waits for them: only for the kernels that use it. Host memory is mapped there when made; device
+// memory when first copied (most of it never moves). Host chunks are kept for reuse: making them
+// costs about 200 ms per GiB on the H100, mapping them 13 ms per GiB.
+struct Backing {
   CUmemGenericAllocationHandle handle = 0;
   CUdeviceptr side = 0;
   uint64_t size = 0;
@@ -37,8 +39,13 @@ struct HostChunk {
 };
 
 struct Chunk {
-  CUmemGenericAllocationHandle device = 0;  // nonzero: backed by the device
-  HostChunk host;                           // else by this
+  Backing device;  // handle nonzero: backed by the device
+  Backing host;    // else by this
+  // Scan order: host-backed but not mapped in the program's range until something the shim sees
+  // uses it (map_parked). Mapping host memory there costs 13 to 20 ms per GiB, unmapping it again
+  // 5 more, and most evicted chunks are brought back before anything reads them over the link.
+  bool parked = false;
+  bool on_device() const { return device.handle != 0; }
 };
 
 // An event and the device of the context it was made in (its pool).
@@ -61,14 +68,14 @@ struct Range {
   // Device memory behind the range: what it takes from the budget.
   uint64_t device_bytes() const {
     uint64_t n = 0;
-    for (size_t i = 0; i < chunks.size(); ++i) n += chunks[i].device ? size_of(i) : 0;
+    for (size_t i = 0; i < chunks.size(); ++i) n += chunks[i].on_device() ? size_of(i) : 0;
     return n;
   }
   // The device-backed prefix (the planner evicts from the end, so normally all of it): what the
   // planner counts as resident.
   uint64_t resident_prefix() const {
     uint64_t n = 0;
-    for (size_t i = 0; i < chunks.size() && chunks[i].device; ++i) n += size_of(i);
+    for (size_t i = 0; i < chunks.size() && chunks[i].on_device(); ++i) n += size_of(i);
     return n;
   }
 };
@@ -85,20 +92,23 @@ constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
 struct State {
   std::mutex mu;  // guards everything below; held across moves (they are synchronous anyway)
   std::unordered_map<uintptr_t, Range> ranges;
-  std::multimap<std::pair<int, uint64_t>, HostChunk> spare;  // by device and size
+  std::multimap<std::pair<int, uint64_t>, Backing> spare;  // host chunks, by device and size
   std::deque<Retired> retired;               // oldest first
   uint64_t retired_device[kMaxDevices] = {};
   uint64_t retired_total[kMaxDevices] = {};
   std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
   // GPUMEMSHIM_SWAP_ORDER=scan: the shim's own streams for copies out and in, by context device;
-  // host chunks that copies in still read, each batch with the event that ends them; and the
-  // count of copies, memsets and graph launches (work the scan cannot see) at the last round.
+  // host chunks that copies in still read and device memory that copies out still read, each
+  // batch with the event that ends them; the end of the last round's copies; and the count of
+  // copies, memsets and graph launches (work the scan cannot see) at the last round.
   CUstream copy_streams[kMaxDevices][2] = {};
   struct Pending {
     Mark done;
-    std::vector<HostChunk> hosts;
+    std::vector<Backing> hosts;    // back to the spares
+    std::vector<Backing> devices;  // released
   };
   std::deque<Pending> pending;
+  Mark copies;
   uint64_t unscanned_seen = 0;
 };
 constexpr uint64_t kUnmarked = ~uint64_t{0};
@@ -213,65 +223,88 @@ void drop_marks(State& s, Range& range) {
   give_event(s, range.ready);
 }
 
-// Host chunks whose copies in are over go back to the spares; with `all`, after waiting for them.
-void reap(State& s, bool all) {
-  while (!s.pending.empty()) {
+void drop_backing(const Backing& b) {
+  if (b.side) {
+    call_real(GMS_REAL(cuMemUnmap), b.side, static_cast<size_t>(b.size));
+    call_real(GMS_REAL(cuMemAddressFree), b.side, static_cast<size_t>(b.size));
+  }
+  call_real(GMS_REAL(cuMemRelease), b.handle);
+}
+
+void give_host(State& s, const Backing& h) { s.spare.emplace(std::pair{h.dev, h.size}, h); }
+
+// Batches whose copies are over: host chunks go back to the spares, device memory is released;
+// with `all`, after waiting for them; with `until`, only until a spare of that device and size is
+// back.
+void reap(State& s, bool all, const std::pair<int, uint64_t>* until = nullptr) {
+  while (!s.pending.empty() && !(until && s.spare.count(*until))) {
     State::Pending& p = s.pending.front();
     if (p.done.event) {
       CUresult r = all ? call_real(GMS_REAL(cuEventSynchronize), p.done.event) : call_real(GMS_REAL(cuEventQuery), p.done.event);
       if (r == CUDA_ERROR_NOT_READY) return;
       // Any other error: the context is broken, nothing more will read them.
     }
-    for (const HostChunk& h : p.hosts) s.spare.emplace(std::pair{h.dev, h.size}, h);
+    for (const Backing& h : p.hosts) give_host(s, h);
+    for (const Backing& d : p.devices) drop_backing(d);
     give_event(s, p.done);
     s.pending.pop_front();
   }
 }
 
-void drop_host(const HostChunk& h) {
-  call_real(GMS_REAL(cuMemUnmap), h.side, static_cast<size_t>(h.size));
-  call_real(GMS_REAL(cuMemAddressFree), h.side, static_cast<size_t>(h.size));
-  call_real(GMS_REAL(cuMemRelease), h.handle);
+// Maps a chunk's memory at a side range of its own, if it has none yet.
+CUresult give_side(Backing& b) {
+  if (b.side) return CUDA_SUCCESS;
+  CUresult r = call_real(GMS_REAL(cuMemAddressReserve), &b.side, static_cast<size_t>(b.size), size_t{0}, CUdeviceptr{0}, 0ull);
+  if (r != CUDA_SUCCESS) {
+    b.side = 0;
+    return r;
+  }
+  r = map(b.side, b.size, b.handle, b.dev);
+  if (r != CUDA_SUCCESS) {
+    call_real(GMS_REAL(cuMemAddressFree), b.side, static_cast<size_t>(b.size));
+    b.side = 0;
+  }
+  return r;
+}
+
+// New memory for one chunk, without a side range. Caller holds s.mu.
+CUresult make_backing(uint64_t size, int dev, bool host, Backing* out) {
+  Backing b;
+  b.size = size;
+  b.dev = dev;
+  CUmemAllocationProp p = prop(host, dev);
+  CUresult r = call_real(GMS_REAL(cuMemCreate), &b.handle, static_cast<size_t>(size), &p, 0ull);
+  if (r == CUDA_SUCCESS) *out = b;
+  return r;
 }
 
 // Caller holds s.mu.
-CUresult take_host(State& s, uint64_t size, int dev, HostChunk* out) {
-  auto it = s.spare.find({dev, size});
+CUresult take_host(State& s, uint64_t size, int dev, Backing* out) {
+  const std::pair<int, uint64_t> key{dev, size};
+  auto it = s.spare.find(key);
   if (it == s.spare.end() && !s.pending.empty()) {
-    reap(s, true);  // waiting for copies in is cheaper than making host memory (200 ms per GiB)
-    it = s.spare.find({dev, size});
+    // Waiting for copies, oldest first, is cheaper than making host memory (200 ms per GiB).
+    Timed t(Timing::swap_wait_ns);
+    reap(s, true, &key);
+    it = s.spare.find(key);
   }
   if (it != s.spare.end()) {
     *out = it->second;
     s.spare.erase(it);
     return CUDA_SUCCESS;
   }
-  HostChunk h;
-  h.size = size;
-  h.dev = dev;
-  CUmemAllocationProp p = prop(true, dev);
-  CUresult r = call_real(GMS_REAL(cuMemCreate), &h.handle, static_cast<size_t>(size), &p, 0ull);
-  if (r != CUDA_SUCCESS) return r;
-  r = call_real(GMS_REAL(cuMemAddressReserve), &h.side, static_cast<size_t>(size), size_t{0}, CUdeviceptr{0}, 0ull);
-  if (r == CUDA_SUCCESS) {
-    r = map(h.side, size, h.handle, dev);
-    if (r != CUDA_SUCCESS) call_real(GMS_REAL(cuMemAddressFree), h.side, static_cast<size_t>(size));
-  }
-  if (r != CUDA_SUCCESS) {
-    call_real(GMS_REAL(cuMemRelease), h.handle);
-    return r;
-  }
-  *out = h;
-  return CUDA_SUCCESS;
+  Backing h;
+  CUresult r = make_backing(size, dev, true, &h);
+  if (r == CUDA_SUCCESS && (r = give_side(h)) != CUDA_SUCCESS) call_real(GMS_REAL(cuMemRelease), h.handle);
+  if (r == CUDA_SUCCESS) *out = h;
+  return r;
 }
-
-void give_host(State& s, const HostChunk& h) { s.spare.emplace(std::pair{h.dev, h.size}, h); }
 
 // Releases a chunk's backing; the program's range must already be unmapped there.
 void release(State& s, Chunk& c) {
-  if (c.device) {
-    call_real(GMS_REAL(cuMemRelease), c.device);
-    c.device = 0;
+  if (c.on_device()) {
+    drop_backing(c.device);
+    c.device = {};
   } else if (c.host.handle) {
     give_host(s, c.host);
     c.host = {};
@@ -282,8 +315,9 @@ void release(State& s, Chunk& c) {
 CUresult destroy(State& s, uintptr_t base, Range& range) {
   CUresult first = CUDA_SUCCESS;
   for (size_t i = 0; i < range.chunks.size(); ++i) {
-    CUresult r = call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base + range.offset_of(i)),
-                           static_cast<size_t>(range.size_of(i)));
+    CUresult r = range.chunks[i].parked ? CUDA_SUCCESS
+                                        : call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base + range.offset_of(i)),
+                                                    static_cast<size_t>(range.size_of(i)));
     if (r == CUDA_SUCCESS) release(s, range.chunks[i]);  // else leak it rather than reuse mapped memory
     if (first == CUDA_SUCCESS) first = r;
   }
@@ -317,8 +351,9 @@ void release_one(State& s, size_t k) {
 void release_all(State& s) {
   while (!s.retired.empty()) release_one(s, 0);
   reap(s, true);
-  for (auto& [key, h] : s.spare) drop_host(h);
+  for (auto& [key, h] : s.spare) drop_backing(h);
   s.spare.clear();
+  give_event(s, s.copies);
   for (auto& pool : s.events) {
     for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
     pool.clear();
@@ -360,9 +395,10 @@ CUstream copy_stream(State& s, int which) {
   return st;
 }
 
-// Scan order: waits until nothing the scan saw can still use `ranges` (the launches that did, and
-// copies in under way), or for the whole context when work the scan cannot see was queued since
-// the last round.
+// Scan order: waits until no launch the scan saw can still use `ranges`, or for the whole context
+// when work the scan cannot see was queued since the last round. The shim's own copies of them
+// are not waited for here: they reach the memory through side ranges, so they do not mind a remap
+// of the program's range, and the next copies wait for them on the GPU (order_after_copies).
 CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
   const uint64_t unscanned = unscanned_work();
   if (unscanned != s.unscanned_seen) {
@@ -375,13 +411,55 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
       CUresult r = call_real(GMS_REAL(cuEventSynchronize), m.event);
       if (r != CUDA_SUCCESS) return r;
     }
-    if (range->ready.event) {
-      CUresult r = call_real(GMS_REAL(cuEventSynchronize), range->ready.event);
-      if (r != CUDA_SUCCESS) return r;
-      give_event(s, range->ready);
-    }
   }
   return CUDA_SUCCESS;
+}
+
+// Work on `stream` (per_thread: the per-thread default) waits on the GPU for `m`, or here when
+// the driver will not queue the wait.
+void gpu_wait(const Mark& m, CUstream stream, bool per_thread) {
+  if (!m.event) return;
+  if (call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(stream, per_thread), m.event, 0u) != CUDA_SUCCESS) {
+    Timed t(Timing::swap_wait_ns);
+    call_real(GMS_REAL(cuEventSynchronize), m.event);
+  }
+}
+
+// Maps the host memory of the range's parked chunks into it, in runs of neighbours. A chunk that
+// cannot be mapped stays parked: a kernel that reaches it faults.
+void map_parked(uintptr_t base, Range& range) {
+  std::vector<Piece> run;
+  std::vector<Chunk*> chunks;
+  auto flush = [&] {
+    if (run.empty()) return;
+    CUresult r = map_span(run, range.dev);
+    if (r == CUDA_SUCCESS) {
+      for (Chunk* c : chunks) c->parked = false;
+    } else {
+      uint64_t n = 0;
+      for (const Piece& p : run) n += p.size;
+      Line l;
+      l.str("swap: could not map ").bytes(n).str(" of host memory at ").hex(run.front().va).str(" (CUresult ").i64(r)
+          .str("): a kernel that uses it will fault");
+      log(LogLevel::error, l);
+    }
+    run.clear();
+    chunks.clear();
+  };
+  for (size_t i = 0; i < range.chunks.size(); ++i) {
+    Chunk& c = range.chunks[i];
+    if (!c.parked) {
+      flush();
+      continue;
+    }
+    run.push_back({static_cast<CUdeviceptr>(base + range.offset_of(i)), range.size_of(i), c.host.handle});
+    chunks.push_back(&c);
+  }
+  flush();
+}
+
+bool any_parked(const Range& range) {
+  return std::any_of(range.chunks.begin(), range.chunks.end(), [](const Chunk& c) { return c.parked; });
 }
 
 }  // namespace
@@ -432,13 +510,8 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
   for (size_t i = 0; i < n && r == CUDA_SUCCESS; ++i) {
     Chunk& c = range.chunks[i];
     uint64_t size = range.size_of(i);
-    if (on_device) {
-      CUmemAllocationProp p = prop(false, dev);
-      r = call_real(GMS_REAL(cuMemCreate), &c.device, static_cast<size_t>(size), &p, 0ull);
-    } else {
-      r = take_host(s, size, dev, &c.host);
-    }
-    if (r == CUDA_SUCCESS) pieces.push_back({va + range.offset_of(i), size, on_device ? c.device : c.host.handle});
+    r = on_device ? make_backing(size, dev, false, &c.device) : take_host(s, size, dev, &c.host);
+    if (r == CUDA_SUCCESS) pieces.push_back({va + range.offset_of(i), size, on_device ? c.device.handle : c.host.handle});
   }
   if (r == CUDA_SUCCESS) r = map_span(pieces, dev);
   if (r != CUDA_SUCCESS) {
@@ -463,7 +536,9 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   const int dev = it->second.dev;
   CUresult r = CUDA_SUCCESS;
   if (use.stream_ordered) {
-    // Work queued on the stream before the free may still use the range: the event marks its end.
+    // Work queued on the stream before the free may still use the range, and the shim's copies of
+    // it may still run: the event marks the end of both.
+    gpu_wait(it->second.ready, use.stream, use.per_thread);
     Mark e = take_event(s);
     if (!e.event || !record(e, entry::stream_handle(use.stream, use.per_thread))) r = wait_stream(use.stream, use.per_thread);
     t.freed = e;
@@ -544,12 +619,13 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   };
   struct Out {
     Slot at;
-    HostChunk host;  // the copy
-    Mark copied;     // recorded after the copy, when events are to be had
+    Backing host;  // the copy
+    Mark copied;   // recorded after the copy (scan order)
   };
   struct In {
     Slot at;
-    CUmemGenericAllocationHandle device = 0;  // the new backing
+    Backing device;  // the new backing
+    bool parked = false;  // the program's range has nothing mapped there
   };
   std::vector<Out> outs;
   std::vector<In> ins;
@@ -566,12 +642,13 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     for (size_t i = from; i < to; ++i) {
       Slot at{&m, &range, i};
       if (m.to_device) {
-        if (!at.chunk().device) ins.push_back({at});
+        if (!at.chunk().on_device()) ins.push_back({at, {}, at.chunk().parked});
         continue;
       }
-      if (!at.chunk().device) continue;
-      HostChunk h;
-      CUresult r = take_host(s, at.size(), range.dev, &h);
+      if (!at.chunk().on_device()) continue;
+      Backing h;
+      CUresult r = give_side(at.chunk().device);
+      if (r == CUDA_SUCCESS) r = take_host(s, at.size(), range.dev, &h);
       if (r != CUDA_SUCCESS) {
         fail(m, "eviction", r, at.size());
         continue;
@@ -583,8 +660,10 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
 
   // Nothing queued that may write a chunk while it is copied out, or use one while its backing
   // changes: under context order nothing queued anywhere, on any stream; under scan order none of
-  // the uses the scan saw. Scan order copies on the shim's streams, out and in on different copy
-  // engines, and does not wait for the copies in: launches wait for them on the GPU (ready).
+  // the uses the scan saw. Context order copies on the launch's stream; scan order on the shim's,
+  // out and in on different copy engines, each copy in of reused device memory after that
+  // memory's copy out, and does not wait for the copies: whatever uses the ranges next waits for
+  // them on the GPU (ready).
   CUstream out_stream = stream, in_stream = stream;
   bool out_pt = per_thread, in_pt = per_thread;
   bool scan = false;
@@ -597,6 +676,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       scan = true;
     }
   }
+  // Scan order parks evicted chunks (Chunk::parked): only it sees every use before it happens.
+  const bool park = scan && options().prefetch != Prefetch::off;
   std::vector<Range*> touched;
   if (scan) {
     for (const Out& o : outs) touched.push_back(o.at.range);
@@ -610,12 +691,16 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     for (Move& m : moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
     return;
   }
-  // Out: each chunk copied into its host memory. Each chunk's copy is waited for just before its
-  // remap, so the remaps of the first chunks overlap the copies of the rest (on the H100 1 GiB
-  // copies out in 20 ms and its host chunks map in 13 ms); without events, all at once first.
-  bool events = true;
+  // Earlier rounds' copies of the ranges evicted end before their copies out start (copies in are
+  // in order on their stream already).
+  for (Range* range : touched) {
+    if (std::any_of(outs.begin(), outs.end(), [&](const Out& o) { return o.at.range == range; })) gpu_wait(range->ready, out_stream, out_pt);
+  }
+
+  // Out: each chunk copied into its host memory, side range to side range.
+  bool events = scan;
   std::erase_if(outs, [&](Out& o) {
-    CUresult c = copy(o.host.side, o.at.va(), o.at.size(), out_stream, out_pt);
+    CUresult c = copy(o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt);
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = take_event(s);
       events = events && o.copied.event && record(o.copied, entry::stream_handle(out_stream, out_pt));
@@ -625,53 +710,59 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
-  if (!events && !outs.empty() && (r = wait_stream(out_stream, out_pt)) != CUDA_SUCCESS) {
-    for (Out& o : outs) {
-      give_event(s, o.copied);
-      give_host(s, o.host);
-      fail(*o.at.m, "eviction", r, o.at.size());
+  if (scan && !events && !outs.empty()) {
+    // Without events the copies in cannot wait for the copies out of the memory they reuse.
+    for (Out& o : outs) give_event(s, o.copied);
+    if ((r = wait_stream(out_stream, out_pt)) != CUDA_SUCCESS) {
+      for (Out& o : outs) {
+        give_host(s, o.host);
+        fail(*o.at.m, "eviction", r, o.at.size());
+      }
+      outs.clear();
     }
-    outs.clear();
   }
 
   const uint64_t remap_start = trace::monotonic_ns();
-  // Evictions: the range is backed by its host copy; the device memory goes to the prefetches.
-  std::multimap<uint64_t, CUmemGenericAllocationHandle> freed;  // by size
+  // Device memory that copies out may still read: it backs the prefetches (after its copy out)
+  // or is released once the copies are over, as are host chunks they may still write.
+  struct Freed {
+    Backing device;
+    Mark copied;
+  };
+  std::multimap<uint64_t, Freed> freed;  // by size
+  std::vector<Backing> spent_devices, spent_hosts;
+  // Evictions: the range is backed by its host copy at once (the copy goes through the side
+  // ranges), or parked; the device memory goes to the prefetches.
   std::vector<Out*> out_run;
   auto evict_run = [&] {
     if (out_run.empty()) return;
     std::vector<Piece> host;
     for (Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
-    CUresult m = map_span(host, out_run.front()->at.range->dev);
+    CUresult m = park ? CUDA_SUCCESS : map_span(host, out_run.front()->at.range->dev);
     for (Out* o : out_run) {
       Chunk& c = o->at.chunk();
       if (m == CUDA_SUCCESS) {
-        freed.emplace(o->at.size(), c.device);
-        c.device = 0;
+        freed.emplace(o->at.size(), Freed{c.device, o->copied});
+        c.device = {};
         c.host = o->host;
+        c.parked = park;
         continue;
       }
       // Put the device memory back: it still holds the data.
-      give_host(s, o->host);
-      if (map(o->at.va(), o->at.size(), c.device, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
+      spent_hosts.push_back(o->host);
+      give_event(s, o->copied);
+      if (map(o->at.va(), o->at.size(), c.device.handle, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
     }
     out_run.clear();
   };
-  uint64_t waited = 0;
   for (Out& o : outs) {
     if (!out_run.empty() && !o.at.follows(out_run.back()->at)) evict_run();
-    CUresult u = CUDA_SUCCESS;
-    if (o.copied.event) {
-      const uint64_t t0 = trace::monotonic_ns();
-      if (events) u = call_real(GMS_REAL(cuEventSynchronize), o.copied.event);
-      waited += trace::monotonic_ns() - t0;
-      give_event(s, o.copied);
-    }
-    if (u == CUDA_SUCCESS) u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
+    CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
     if (u != CUDA_SUCCESS) {
       evict_run();
-      give_host(s, o.host);
+      spent_hosts.push_back(o.host);
+      give_event(s, o.copied);
       fail(*o.at.m, "eviction", u, o.at.size());
       continue;
     }
@@ -681,37 +772,37 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
 
   // Prefetches: new device backing (an evicted chunk's, else new), filled from the host copy,
   // which is kept until the copies are done.
-  std::vector<HostChunk> done;
   std::vector<In*> in_run;
   auto prefetch_run = [&] {
     if (in_run.empty()) return;
-    std::vector<Piece> host, device;
+    std::vector<Piece> host, device;  // host: what was mapped before, to put back on failure
     for (In* in : in_run) {
-      host.push_back({in->at.va(), in->at.size(), in->at.chunk().host.handle});
-      device.push_back({in->at.va(), in->at.size(), in->device});
+      if (!in->parked) host.push_back({in->at.va(), in->at.size(), in->at.chunk().host.handle});
+      device.push_back({in->at.va(), in->at.size(), in->device.handle});
     }
     const int dev = in_run.front()->at.range->dev;
     CUresult m = map_span(device, dev);
-    if (m != CUDA_SUCCESS && map_span(host, dev) != CUDA_SUCCESS) {
+    if (m != CUDA_SUCCESS && !host.empty() && map_span(host, dev) != CUDA_SUCCESS) {
       for (const Piece& h : host) {
         if (map(h.va, h.size, h.handle, dev) != CUDA_SUCCESS) say_lost(h.size, h.va);
       }
     }
     for (In* in : in_run) {
       Chunk& c = in->at.chunk();
-      CUresult r = m == CUDA_SUCCESS ? copy(in->at.va(), c.host.side, in->at.size(), in_stream, in_pt) : m;
+      CUresult r = m == CUDA_SUCCESS ? copy(in->device.side, c.host.side, in->at.size(), in_stream, in_pt) : m;
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
           // Back to the host copy, which still holds the data.
           call_real(GMS_REAL(cuMemUnmap), in->at.va(), static_cast<size_t>(in->at.size()));
-          if (map(in->at.va(), in->at.size(), c.host.handle, dev) != CUDA_SUCCESS) say_lost(in->at.size(), in->at.va());
+          if (!in->parked && map(in->at.va(), in->at.size(), c.host.handle, dev) != CUDA_SUCCESS) say_lost(in->at.size(), in->at.va());
         }
-        call_real(GMS_REAL(cuMemRelease), in->device);
+        spent_devices.push_back(in->device);
         fail(*in->at.m, "prefetch", r, in->at.size());
         continue;
       }
-      done.push_back(c.host);
+      spent_hosts.push_back(c.host);
       c.host = {};
+      c.parked = false;
       c.device = in->device;
     }
     in_run.clear();
@@ -720,58 +811,87 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
     auto f = freed.find(in.at.size());
     if (f != freed.end()) {
-      in.device = f->second;
+      in.device = f->second.device;
+      gpu_wait(f->second.copied, in_stream, in_pt);  // its copy out first
+      give_event(s, f->second.copied);
       freed.erase(f);
     } else {
-      CUmemAllocationProp p = prop(false, in.at.range->dev);
-      r = call_real(GMS_REAL(cuMemCreate), &in.device, static_cast<size_t>(in.at.size()), &p, 0ull);
+      r = make_backing(in.at.size(), in.at.range->dev, false, &in.device);
+      if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) call_real(GMS_REAL(cuMemRelease), in.device.handle);
       if (r != CUDA_SUCCESS) {
         prefetch_run();
         fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
         continue;
       }
     }
-    r = call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size()));
+    r = in.parked ? CUDA_SUCCESS : call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size()));
     if (r != CUDA_SUCCESS) {
       prefetch_run();
-      call_real(GMS_REAL(cuMemRelease), in.device);
+      spent_devices.push_back(in.device);
       fail(*in.at.m, "prefetch", r, in.at.size());
       continue;
     }
     in_run.push_back(&in);
   }
   prefetch_run();
-  for (auto& [size, d] : freed) call_real(GMS_REAL(cuMemRelease), d);
-  runtime_stats().time(Timing::swap_wait_ns, waited);
-  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start - waited);
-  if (!done.empty() && scan) {
-    // Each range brought in is ready when the copies are over: launches that use it wait for that
-    // on the GPU (await_ready); the host chunks are spare again after it.
+  for (auto& [size, f] : freed) {
+    spent_devices.push_back(f.device);
+    give_event(s, f.copied);
+  }
+  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - remap_start);
+
+  if (scan) {
+    // One event ends the round's copies, in after out: the ranges are ready after it (launches
+    // and transfers wait for it on the GPU: await_ready), and the spent memory is free.
+    bool ok = true;
+    if (!outs.empty()) {
+      Mark out_done = take_event(s);
+      ok = out_done.event && record(out_done, out_stream);
+      if (ok) gpu_wait(out_done, in_stream, in_pt);
+      give_event(s, out_done);
+    }
     State::Pending p;
-    p.done = take_event(s);
-    bool ok = p.done.event && record(p.done, in_stream);
+    if (ok) {
+      p.done = take_event(s);
+      ok = p.done.event && record(p.done, in_stream);
+    }
     for (Range* range : touched) {
       if (!ok) break;
-      bool brought = std::any_of(ins.begin(), ins.end(), [&](const In& in) { return in.at.range == range && in.device && in.at.chunk().device == in.device; });
-      if (!brought) continue;
       if (!range->ready.event) range->ready = take_event(s);
       ok = range->ready.event && record(range->ready, in_stream);
     }
+    if (ok && !s.copies.event) s.copies = take_event(s);
+    ok = ok && s.copies.event && record(s.copies, in_stream);
     if (ok) {
-      p.hosts = std::move(done);
+      p.hosts = std::move(spent_hosts);
+      p.devices = std::move(spent_devices);
       s.pending.push_back(std::move(p));
       return;
     }
     give_event(s, p.done);
     // No events: wait here, as context order does.
   }
-  if (!done.empty()) {
-    // Other streams may use the chunks next: the copies must be over before anyone launches.
-    r = wait_stream(in_stream, in_pt);
-    if (r != CUDA_SUCCESS) {
-      for (In& in : ins) fail(*in.at.m, "prefetch", r, in.at.size());
-    }
-    for (const HostChunk& h : done) give_host(s, h);
+  // Other streams may use the chunks next: the copies must be over before anyone launches.
+  r = wait_stream(in_stream, in_pt);
+  if (r == CUDA_SUCCESS && scan) r = wait_stream(out_stream, out_pt);
+  if (r != CUDA_SUCCESS) {
+    for (In& in : ins) fail(*in.at.m, "prefetch", r, in.at.size());
+  }
+  for (const Backing& h : spent_hosts) give_host(s, h);
+  for (const Backing& d : spent_devices) drop_backing(d);
+}
+
+void finish_copies() {
+  if (options().swap_order != SwapOrder::scan) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  for (auto& [base, range] : s.ranges) {
+    if (any_parked(range)) map_parked(base, range);
+  }
+  if (s.copies.event && call_real(GMS_REAL(cuEventQuery), s.copies.event) == CUDA_ERROR_NOT_READY) {
+    Timed t(Timing::swap_wait_ns);
+    call_real(GMS_REAL(cuEventSynchronize), s.copies.event);
   }
 }
 
@@ -785,7 +905,9 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
   for (size_t k = 0; k < n; ++k) {
     const uintptr_t base = bases[k];
     auto it = s.ranges.find(base);
-    if (it == s.ranges.end() || !it->second.ready.event) continue;
+    if (it == s.ranges.end()) continue;
+    if (any_parked(it->second)) map_parked(base, it->second);  // left where it is, read over the link
+    if (!it->second.ready.event) continue;
     Mark& ready = it->second.ready;
     CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);
     if (q == CUDA_SUCCESS) {

@@ -1,9 +1,10 @@
 #pragma once
 // Movable device memory (GPUMEMSHIM_POLICY=swap): the program gets a reserved virtual range that
 // stays valid for its whole life, backed chunk by chunk either by device memory or by pinned host
-// memory mapped for the device. Either way every kernel reads and writes it correctly (host-backed
-// chunks over the link, at 50 GB/s on the H100), so no missed reference can fault or lose data;
-// the residency planner only decides where each chunk should be for speed.
+// memory mapped for the device. Under the default order every chunk is always mapped, so every
+// kernel reads and writes it correctly (host-backed chunks over the link, at 50 GB/s on the H100)
+// and no missed reference can fault or lose data; the residency planner only decides where each
+// chunk should be for speed.
 //
 // Why not managed memory for this: on the H100 (tests/gpu/placement/vmm_moves.cu against
 // managed_moves.cu) a chunk leaves the device by a copy at 55 GB/s plus 13 ms per GiB of remapping,
@@ -11,20 +12,27 @@
 // direction 55 GB/s plus 4 ms per GiB against 43 to 50 GB/s. Training loops that outgrow their
 // budget evict as much as they bring back.
 //
-// A launch's moves are carried out together. Under GPUMEMSHIM_SWAP_ORDER=context (the default)
-// they start with one synchronisation of the context, so no queued kernel (on any stream) can be
-// writing a chunk while it is copied out or using one while its backing changes; the copies out are
-// waited for before the remaps, the copies in before the launch. Under scan order they wait only for
-// the launches the scan saw use the ranges moved (an event recorded after each), copy on the shim's
-// own streams, and leave the launch to wait for the copies in on the GPU: kernels queued before
-// keep running meanwhile. Copies, memsets and graph launches, whose memory the scan does not see,
-// make the next round wait for the context.
+// Copies reach the memory through side mappings of its own (Backing::side), never through the
+// program's range, so a range is remapped as soon as no kernel uses it, while its data is still on
+// the way. A launch's moves are carried out together. Under GPUMEMSHIM_SWAP_ORDER=context (the
+// default) they start with one synchronisation of the context, so no queued kernel (on any stream)
+// can be writing a chunk while it is copied out or using one while its backing changes, and the
+// copies are waited for before the launch. Under scan order they wait only for the launches the
+// scan saw use the ranges moved (an event recorded after each), copy on the shim's own streams,
+// and leave whatever uses the ranges next to wait for the copies on the GPU: kernels queued before
+// keep running meanwhile. Scan order also leaves evicted chunks unmapped (parked) until something
+// the shim sees uses them: mapping host memory costs 13 to 20 ms per GiB. Work the scan does not
+// see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)
+// first waits for the copies and has every parked chunk mapped, and makes the next round wait for
+// the context. What no hook sees at all, a kernel reaching movable memory through a pointer stored
+// in device memory, may meet a chunk mid-move or parked (stale data or a fault): the price of scan
+// order.
 //
-// Freed ranges are kept, mapped as they are, and handed out again for an allocation of the same
-// size: a framework that frees and allocates the same tensors every step (PyTorch with its
-// cudaMallocAsync backend) then pays for no mapping at all, and a stream-ordered free waits for
-// nothing (an event recorded on its stream orders the reuse). Retired ranges give their device
-// memory back first whenever room is needed.
+// Freed ranges are kept, mapped as they are, and handed out again for an allocation that fits: a
+// framework that frees and allocates the same tensors every step (PyTorch with its cudaMallocAsync
+// backend) then pays for no mapping at all, and a stream-ordered free waits for nothing (an event
+// recorded on its stream orders the reuse). Retired ranges give their device memory back first
+// whenever room is needed.
 #include <cstdint>
 #include <vector>
 
@@ -73,9 +81,11 @@ struct Move {
   bool to_device = false;
   CUresult result = CUDA_SUCCESS;  // out: the first error; chunks not moved keep their data
 };
-// Carries out `moves` together: one context synchronisation, the evictions' copies out on `stream`
-// and a wait for them, the remaps (the device memory evictions free backs the prefetches), the
-// prefetches' copies in on `stream` and a wait for them. Chunks already where they should be stay.
+// Carries out `moves` together. Context order: one context synchronisation, the copies on
+// `stream` and a wait for them. Scan order: a wait for the launches that used the ranges, the
+// copies on the shim's streams, and no wait for them (await_ready). Either way the copies go
+// between side mappings of the memory, so the remaps (the device memory evictions free backs the
+// prefetches) overlap them. Chunks already where they should be stay.
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
 // GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the ranges at `bases`. Before it: its
@@ -84,6 +94,10 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 // `unmarked`: the launch also used ranges not listed; the next round waits for the context.
 void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread);
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked);
+// Scan order, before work that no scan saw (a 2D, 3D, batched, peer or array copy, a graph
+// launch, a launch with too many ranges to list): waits until the shim's copies are over, so it
+// cannot meet a chunk whose data is still on its way.
+void finish_copies();
 // A copy or memset the hooks planned and marked like a launch (act/residency.h, TransferScope):
 // not work the scan missed.
 void count_scanned_transfer();

@@ -162,12 +162,13 @@ using namespace gms::entry;
 
 #define GMS_UNPAREN(...) __VA_ARGS__
 // One hook: forward under the guard, then record the copy described by RECORD.
-// Its memory is not planned or marked (act::TransferScope): under scan order the next round of
-// moves waits for the context.
+// Its memory is not planned or marked (act::TransferScope): under scan order it waits for the
+// moves' copies, and the next round of moves waits for the context.
 #define GMS_COPY_HOOK(sym, params, args, RECORD)                 \
   GMS_EXPORT CUresult sym params {                               \
     GMS_NESTED(sym, GMS_UNPAREN args);                           \
     ::gms::trace::CopyScope trace_copy(#sym);                    \
+    ::gms::act::before_unscanned();                              \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
     RECORD;                                                      \
     return r;                                                    \

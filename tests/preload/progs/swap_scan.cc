@@ -3,8 +3,10 @@
 // what the launch scan saw, not for the context, and that every byte survives:
 // - each launch, copy or memset that uses movable memory is marked with an event after it;
 // - a move waits for the marks of the ranges it moves (on every stream that used them), copies on
-//   the shim's own streams, waits on the host only for the copies out (each before its remap), and
-//   the launch waits for the copies in on the GPU;
+//   the shim's own streams between side ranges, remaps without waiting for the copies, and the
+//   launch waits for them on the GPU; device memory evicted is released after its copy out;
+// - evicted chunks are parked (their host copy not mapped in the program's range) until a use the
+//   shim sees, or work it cannot see (a 2D copy), needs them mapped;
 // - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
 #include <algorithm>
 
@@ -47,12 +49,19 @@ int main() {
     CHECK(last("cuLaunchKernel") < last("cuEventRecord"));
   }
   {
-    // Over the budget, b (the least recently used) goes out, after its copy's mark; then the copy
-    // out's end.
-    Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize");
+    // Over the budget, b (the least recently used) goes out after its copy's mark. Its range is
+    // unmapped while the copy out (from a side range) runs, and its host copy is not mapped there
+    // (parked); its device memory is released only once the copy is over.
+    Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize"), release("cuMemRelease"),
+        map("cuMemMap");
     CK(cuMemAlloc(&c, 4 * MiB));
+    // Side ranges for b's new host copy and for its device memory, then c: nothing at b's range.
+    CHECK(map.added() == 3);
     CHECK(sync.added() == 0);
-    CHECK(esync.added() == 1 + 1);
+    CHECK(esync.added() == 1);
+    CHECK(last("cuEventSynchronize") < last("cuMemcpyDtoDAsync_v2"));
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemUnmap"));
+    CHECK(release.added() == 0);
     CHECK(streams.added() == 2);  // the shim's streams for copies out and in
   }
   put(c, 3);
@@ -60,7 +69,9 @@ int main() {
   {
     // b comes in and a (least recently used) goes out; a 2D copy since the last round makes this
     // one wait for the context, once.
-    copy_2d(c);
+    Count map("cuMemMap");
+    copy_2d(c);  // which might reach b, for all the shim knows: b's host copy is mapped first
+    CHECK(map.added() == 1);
     Count sync("cuCtxSynchronize");
     CK(inc(b, st));
     CHECK(sync.added() == 1);
@@ -68,33 +79,37 @@ int main() {
   put(c, 3);  // undo the 2D copy
   {
     // a comes back for a launch on st2 and b (used before c's copy) goes out. No context
-    // synchronisation: the host waits for the marks of a and b and for the copy out; the launch waits for the copy in on the GPU,
-    // which has not finished.
+    // synchronisation, and no host wait for the copies: the host waits for the marks of a and b,
+    // the launch for the copies on the GPU, which have not finished.
     fake_cuda_set_events_busy(1);
     Count sync("cuCtxSynchronize"), esync("cuEventSynchronize"), ssync("cuStreamSynchronize"),
         wait("cuStreamWaitEvent");
     CK(inc(a, st2));
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
-    // The marks of a (copy, st, st2) and b (copy, st), the copy in of b's round, whose host chunk
-    // b's copy out takes, and the copy out, before the remap.
-    CHECK(esync.added() == 5 + 1 + 1);
+    // The marks of a (copy, st, st2) and b (copy, st), and the copy in of b's round, whose host
+    // chunk b's copy out takes.
+    CHECK(esync.added() == 5 + 1);
     CHECK(ssync.added() == 0);
     CHECK(last("cuEventSynchronize") < last("cuMemUnmap"));
     CHECK(last("cuMemUnmap") < last("cuMemcpyDtoDAsync_v2"));  // the copy in, after the remaps
-    CHECK(wait.added() == 1);
-    CHECK(last("cuMemUnmap") < last("cuStreamWaitEvent"));
+    // On the GPU: a's copy in after the copy out of the device memory it takes, the end of the
+    // round after the copies out, the launch after the end of the round.
+    CHECK(wait.added() == 3);
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuStreamWaitEvent"));
     CHECK(last("cuStreamWaitEvent") < last("cuLaunchKernel"));
   }
   {
-    // A copy out of a host-backed range (b) brings it in first, like a launch would, and the copy
-    // waits for the copy in on the GPU.
+    // A copy out of a host-backed range (b) brings it in first, like a launch would (c goes out),
+    // and the copy waits for the copy in on the GPU.
     fake_cuda_set_events_busy(1);
     Count sync("cuCtxSynchronize"), wait("cuStreamWaitEvent");
     CHECK(holds(b, 2, 1));
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
-    CHECK(wait.added() == 1);
+    // b's copy in after c's copy out, the end of the round after the copies out, and the
+    // program's copy after the end of the round.
+    CHECK(wait.added() == 3);
     // The copy itself: the driver's, or the shim's staged one.
     CHECK(last("cuStreamWaitEvent") < std::max(last("cuMemcpyDtoH_v2"), last("cuMemcpyDtoHAsync_v2")));
   }
