@@ -162,7 +162,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   }
   uintptr_t alias = 0;
   bool swap_on_device = false, swap_reused = false;
-  uint64_t swap_resident = 0;
+  uint64_t swap_resident = 0, swap_size = 0;
   MemKind kind = MemKind::device;
   Placement placement = Placement::device;
   switch (p.where) {
@@ -180,18 +180,19 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       break;
     case Where::swap: {
       swap::Use use{req.stream, req.stream_ordered, req.per_thread};
-      swap_reused = swap::reuse(out, req.bytes, dev, use, &swap_resident);
+      swap_reused = swap::reuse(out, req.bytes, dev, use, &swap_size, &swap_resident);
       if (swap_reused) {
         r = CUDA_SUCCESS;
       } else {
-        swap_on_device = room_for_swap(dev, swap::reserved_bytes(req.bytes));
+        swap_size = swap::reserved_bytes(req.bytes);
+        swap_on_device = room_for_swap(dev, swap_size);
         r = swap::create(out, req.bytes, dev, swap_on_device);
         if (r == CUDA_ERROR_OUT_OF_MEMORY && swap_on_device) {
           // The card is fuller than the budget says (other processes): the host then.
           swap_on_device = false;
           r = swap::create(out, req.bytes, dev, false);
         }
-        swap_resident = swap_on_device ? req.bytes : 0;
+        swap_resident = swap_on_device ? swap_size : 0;
       }
       placement = Placement::swap;
       break;
@@ -234,7 +235,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         trace::decision("convert_swap", *out, req.bytes, dev,
                         swap_reused ? "reused" : swap_on_device ? "on the device" : "on the host: over budget");
       }
-      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev, Tracked::swap, swap_resident);
+      // The whole range, which may be larger than asked for (swap::reuse): its chunks are what moves.
+      residency_track(static_cast<uintptr_t>(*out), swap_size, dev, Tracked::swap, swap_resident);
       break;
     case Where::out_of_memory:
       break;

@@ -467,30 +467,34 @@ bool any_parked(const Range& range) {
 uint64_t chunk_bytes() { return policy::ResidencyConfig{}.chunk_bytes; }
 uint64_t reserved_bytes(uint64_t bytes) { return round_up(bytes == 0 ? 1 : bytes); }
 
-bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* resident) {
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* size, uint64_t* resident) {
   if (dev < 0 || dev >= kMaxDevices) return false;
   ShimScope scope;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
-  const uint64_t size = reserved_bytes(bytes);
+  const uint64_t need = reserved_bytes(bytes);
   std::lock_guard lock(s.mu);
+  size_t best = s.retired.size();
   for (size_t k = 0; k < s.retired.size(); ++k) {
-    if (s.retired[k].range.size != size || s.retired[k].range.dev != dev) continue;
-    Retired t = take_retired(s, k);
-    // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
-    // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
-    if (t.freed.event && use.stream_ordered &&
-        call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed.event, 0u) == CUDA_SUCCESS) {
-      give_event(s, t.freed);
-    }
-    settle(s, t);
-    *resident = t.range.resident_prefix();
-    *out = static_cast<CUdeviceptr>(t.base);
-    s.ranges.emplace(t.base, std::move(t.range));
-    runtime_stats().decision(Decision::swap_reused, size);
-    return true;
+    const Range& range = s.retired[k].range;
+    if (range.dev != dev || range.size < need || range.size - need > std::max(need / 4, kGranule)) continue;
+    if (best == s.retired.size() || range.size < s.retired[best].range.size) best = k;  // oldest of the best
   }
-  return false;
+  if (best == s.retired.size()) return false;
+  Retired t = take_retired(s, best);
+  // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
+  // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
+  if (t.freed.event && use.stream_ordered &&
+      call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed.event, 0u) == CUDA_SUCCESS) {
+    give_event(s, t.freed);
+  }
+  settle(s, t);
+  *size = t.range.size;
+  *resident = t.range.resident_prefix();
+  *out = static_cast<CUdeviceptr>(t.base);
+  runtime_stats().decision(Decision::swap_reused, t.range.size);
+  s.ranges.emplace(t.base, std::move(t.range));
+  return true;
 }
 
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {

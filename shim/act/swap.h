@@ -52,10 +52,13 @@ struct Use {
   bool per_thread = false;  // stream 0 is the per-thread default stream
 };
 
-// Hands out a retired range of the same reserved size on `dev`, if one is kept, with *resident set
-// to how many of its first bytes are on the device. A stream-ordered use on another stream waits
-// for the free on the GPU; one that is not stream-ordered waits for it here.
-bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* resident);
+// Hands out a retired range on `dev` that fits `bytes` best, if one is kept that is at most a
+// quarter (or 2 MiB) larger than needed, with *size set to its reserved size (what the residency planner
+// tracks) and *resident to how many of its first bytes are on the device. Handing out a larger
+// range costs nothing; making a new one costs a mapping, which is slow while copies run (0.5 ms
+// for a range on the H100), and freeing kept ranges for room costs as much again. A
+// stream-ordered use waits for the free on the GPU; one that is not stream-ordered waits here.
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* size, uint64_t* resident);
 
 // Reserves a new range of `bytes` on `dev` and backs it with device memory when `on_device`, else
 // with host memory. Out-of-memory and other driver errors leave nothing behind.

@@ -776,10 +776,12 @@ class PreloadSwap(PreloadCase):
         self.assertIn("swap ok", run.stdout)
         s = self.only_stats(run)
         d = s["decisions"]
-        self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (7, 154 * MiB), "a, b, c, d, e, f, big")
-        self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (3, 12 * MiB), "d, e, f")
+        self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (11, 170 * MiB),
+                         "a, b, c, d, e, f, x, y, z (4 and 2 MiB), big")
+        # The first z gets y's 6 MiB range.
+        self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (4, 18 * MiB), "d, e, f, z")
         self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "a, then b")
-        self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (3, 12 * MiB), "a, b, then c")
+        self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (4, 16 * MiB), "a, b, c, then x for y")
         self.assertEqual(d["converted_managed"]["calls"], 0)
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 

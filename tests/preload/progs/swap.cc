@@ -10,7 +10,7 @@
 // - a kernel reads and writes the range wherever it is;
 // - a stream-ordered free waits for nothing, and an allocation of the same size gets the range back:
 //   stream-ordered after a GPU-side wait for the free, and through a plain allocation after a
-//   host-side wait;
+//   host-side wait; so does a smaller one, when the range is at most a quarter (or 2 MiB) larger;
 // - freeing the last range unmaps and releases everything;
 // - a range of several chunks is mapped with one access call.
 // The runner checks the shim's statistics.
@@ -115,6 +115,27 @@ int main() {
     CHECK(unmap.added() == 3 + 2 + 2);
     CHECK(release.added() == 2 + 2);
     CHECK(free_va.added() == 3 + 2 + 2);
+  }
+
+  // A freed range is handed out for a smaller allocation when it is at most a quarter or 2 MiB
+  // larger than needed (6 MiB for 4, no mapping), not when more of it would be wasted (6 for 2).
+  {
+    CUdeviceptr x = 0, y = 0, z = 0;
+    CK(cuMemAlloc(&x, 4 * MiB));  // something held, so that the freed ranges are kept
+    CK(cuMemAlloc(&y, 6 * MiB));
+    CK(cuMemFree(y));
+    Count create("cuMemCreate"), map("cuMemMap"), reserve("cuMemAddressReserve");
+    CK(cuMemAlloc(&z, 4 * MiB));
+    CHECK(z == y);
+    CHECK(create.added() == 0 && map.added() == 0 && reserve.added() == 0);
+    put(z, 5);
+    CHECK(holds(z, 5, 0));
+    CK(cuMemFree(z));
+    CK(cuMemAlloc(&z, 2 * MiB));
+    CHECK(z != y);
+    CHECK(reserve.added() == 1);
+    CK(cuMemFree(z));
+    CK(cuMemFree(x));
   }
 
   // A range of several chunks (64 + 64 + 2 MiB), too large for the budget: host chunks, each mapped,
