@@ -51,6 +51,7 @@ struct LaunchUses {
   uintptr_t bases[kMax];
   uint32_t n;
   bool overflow;
+  bool unscanned;  // swap::finish_copies was called for it: swap::end_unscanned after it
 };
 thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
 
@@ -186,7 +187,10 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
       t_uses.bases[t_uses.n++] = id;
     }
     swap::await_ready(t_uses.bases, t_uses.n, stream, per_thread);
-    if (t_uses.overflow) swap::finish_copies();  // the ranges past the list are not awaited
+    if (t_uses.overflow) {
+      swap::finish_copies();  // the ranges past the list are not awaited
+      t_uses.unscanned = true;
+    }
   }
   return true;
 }
@@ -274,7 +278,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
         // reach is left parked or mid-copy, and the next round of moves waits for the context.
         swap::finish_copies();
         t_uses.n = 0;
-        t_uses.overflow = true;
+        t_uses.overflow = t_uses.unscanned = true;
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
@@ -311,9 +315,21 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   return *marked || referenced.empty();
 }
 
+// Set by before_unscanned_slow for this thread's call (initial-exec: see LaunchUses).
+thread_local bool t_unscanned_open __attribute__((tls_model("initial-exec"))) = false;
+
 void before_unscanned_slow() {
+  if (options().swap_order != SwapOrder::scan) return;
   ShimScope scope;
   swap::finish_copies();
+  t_unscanned_open = true;
+}
+
+void after_unscanned() {
+  if (!t_unscanned_open) return;
+  t_unscanned_open = false;
+  ShimScope scope;
+  swap::end_unscanned();
 }
 
 void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {
@@ -324,9 +340,11 @@ void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
   if (t_uses.n == 0 && !t_uses.overflow) return;
   ShimScope scope;
-  if (launched) swap::mark_used(t_uses.bases, t_uses.overflow ? 0 : t_uses.n, stream, per_thread, t_uses.overflow);
+  swap::mark_used(t_uses.bases, t_uses.n, stream, per_thread, t_uses.overflow, launched);
+  if (t_uses.unscanned) swap::end_unscanned();
   t_uses.n = 0;
   t_uses.overflow = false;
+  t_uses.unscanned = false;
 }
 
 }  // namespace gms::act

@@ -54,6 +54,8 @@ void before_unscanned_slow();
 inline void before_unscanned() {
   if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) before_unscanned_slow();
 }
+// After it is queued: rounds of moves may park chunks again.
+void after_unscanned();
 class TransferScope {
  public:
   TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {

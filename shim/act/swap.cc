@@ -63,6 +63,9 @@ struct Range {
   // and the copies in that launches must wait for. A move waits for these instead of the context.
   std::vector<Mark> uses;
   Mark ready;
+  // Launches and transfers between their await_ready and their mark: another thread's round must
+  // not park the range under them (they would fault, not read the host copy).
+  int in_flight = 0;
   uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
   uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
   // Device memory behind the range: what it takes from the budget.
@@ -108,7 +111,8 @@ struct State {
     std::vector<Backing> devices;  // released
   };
   std::deque<Pending> pending;
-  Mark copies;
+  Mark copies[kMaxDevices];  // by context device
+  int unscanned_open = 0;     // work no scan sees, between finish_copies and end_unscanned
   uint64_t unscanned_seen = 0;
 };
 constexpr uint64_t kUnmarked = ~uint64_t{0};
@@ -353,7 +357,7 @@ void release_all(State& s) {
   reap(s, true);
   for (auto& [key, h] : s.spare) drop_backing(h);
   s.spare.clear();
-  give_event(s, s.copies);
+  for (Mark& m : s.copies) give_event(s, m);
   for (auto& pool : s.events) {
     for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
     pool.clear();
@@ -398,7 +402,7 @@ CUstream copy_stream(State& s, int which) {
 // Scan order: waits until no launch the scan saw can still use `ranges`, or for the whole context
 // when work the scan cannot see was queued since the last round. The shim's own copies of them
 // are not waited for here: they reach the memory through side ranges, so they do not mind a remap
-// of the program's range, and the next copies wait for them on the GPU (order_after_copies).
+// of the program's range, and the copies that need them done wait for them on the GPU.
 CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
   const uint64_t unscanned = unscanned_work();
   if (unscanned != s.unscanned_seen) {
@@ -515,6 +519,10 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
     Chunk& c = range.chunks[i];
     uint64_t size = range.size_of(i);
     r = on_device ? make_backing(size, dev, false, &c.device) : take_host(s, size, dev, &c.host);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && on_device && !s.pending.empty()) {
+      reap(s, true);  // evicted device memory still being copied out is released after its copy
+      r = make_backing(size, dev, false, &c.device);
+    }
     if (r == CUDA_SUCCESS) pieces.push_back({va + range.offset_of(i), size, on_device ? c.device.handle : c.host.handle});
   }
   if (r == CUDA_SUCCESS) r = map_span(pieces, dev);
@@ -557,6 +565,7 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   }
   t.range = std::move(it->second);
   drop_marks(s, t.range);  // the free is ordered after its uses
+  t.range.in_flight = 0;
   s.ranges.erase(it);
   s.retired_device[dev] += t.range.device_bytes();
   s.retired_total[dev] += t.range.size;
@@ -742,14 +751,17 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     if (out_run.empty()) return;
     std::vector<Piece> host;
     for (Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
-    CUresult m = park ? CUDA_SUCCESS : map_span(host, out_run.front()->at.range->dev);
+    // Not under a launch or transfer of another thread's that is between its await and its mark,
+    // or work no scan sees: they would find nothing mapped.
+    const bool parks = park && out_run.front()->at.range->in_flight == 0 && s.unscanned_open == 0;
+    CUresult m = parks ? CUDA_SUCCESS : map_span(host, out_run.front()->at.range->dev);
     for (Out* o : out_run) {
       Chunk& c = o->at.chunk();
       if (m == CUDA_SUCCESS) {
         freed.emplace(o->at.size(), Freed{c.device, o->copied});
         c.device = {};
         c.host = o->host;
-        c.parked = park;
+        c.parked = parks;
         continue;
       }
       // Put the device memory back: it still holds the data.
@@ -821,6 +833,10 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       freed.erase(f);
     } else {
       r = make_backing(in.at.size(), in.at.range->dev, false, &in.device);
+      if (r == CUDA_ERROR_OUT_OF_MEMORY && !s.pending.empty()) {
+        reap(s, true);  // evicted device memory still being copied out is released after its copy
+        r = make_backing(in.at.size(), in.at.range->dev, false, &in.device);
+      }
       if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) call_real(GMS_REAL(cuMemRelease), in.device.handle);
       if (r != CUDA_SUCCESS) {
         prefetch_run();
@@ -864,8 +880,12 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       if (!range->ready.event) range->ready = take_event(s);
       ok = range->ready.event && record(range->ready, in_stream);
     }
-    if (ok && !s.copies.event) s.copies = take_event(s);
-    ok = ok && s.copies.event && record(s.copies, in_stream);
+    const int dev = entry::current_device();
+    if (ok && (ok = dev >= 0 && dev < kMaxDevices)) {
+      Mark& last = s.copies[dev];
+      if (!last.event) last = take_event(s);
+      ok = last.event && record(last, in_stream);
+    }
     if (ok) {
       p.hosts = std::move(spent_hosts);
       p.devices = std::move(spent_devices);
@@ -890,13 +910,22 @@ void finish_copies() {
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
+  ++s.unscanned_open;
   for (auto& [base, range] : s.ranges) {
     if (any_parked(range)) map_parked(base, range);
   }
-  if (s.copies.event && call_real(GMS_REAL(cuEventQuery), s.copies.event) == CUDA_ERROR_NOT_READY) {
-    Timed t(Timing::swap_wait_ns);
-    call_real(GMS_REAL(cuEventSynchronize), s.copies.event);
+  for (Mark& last : s.copies) {
+    if (last.event && call_real(GMS_REAL(cuEventQuery), last.event) == CUDA_ERROR_NOT_READY) {
+      Timed t(Timing::swap_wait_ns);
+      call_real(GMS_REAL(cuEventSynchronize), last.event);
+    }
   }
+}
+
+void end_unscanned() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.unscanned_open > 0) --s.unscanned_open;
 }
 
 void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_order_relaxed); }
@@ -910,6 +939,7 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
     const uintptr_t base = bases[k];
     auto it = s.ranges.find(base);
     if (it == s.ranges.end()) continue;
+    ++it->second.in_flight;  // until its mark
     if (any_parked(it->second)) map_parked(base, it->second);  // left where it is, read over the link
     if (!it->second.ready.event) continue;
     Mark& ready = it->second.ready;
@@ -922,17 +952,19 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
   }
 }
 
-void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked) {
+void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched) {
   constexpr size_t kMaxStreams = 4;  // per range; past it the oldest mark is waited for and reused
   ShimScope scope;
   State& s = state();
   const CUstream handle = entry::stream_handle(stream, per_thread);
   std::lock_guard lock(s.mu);
-  if (unmarked) s.unscanned_seen = kUnmarked;
+  if (launched && unmarked) s.unscanned_seen = kUnmarked;
   for (size_t k = 0; k < n; ++k) {
     const uintptr_t base = bases[k];
     auto it = s.ranges.find(base);
     if (it == s.ranges.end()) continue;
+    if (it->second.in_flight > 0) --it->second.in_flight;
+    if (!launched || unmarked) continue;
     std::vector<Mark>& uses = it->second.uses;
     auto m = std::find_if(uses.begin(), uses.end(), [&](const Mark& u) { return u.stream == handle; });
     if (m == uses.end() && uses.size() >= kMaxStreams) {

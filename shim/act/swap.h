@@ -92,15 +92,18 @@ struct Move {
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
 // GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the ranges at `bases`. Before it: its
-// stream waits for copies in still under way into them. After it: it is their last use on its
-// stream, which moves of their chunks wait for.
-// `unmarked`: the launch also used ranges not listed; the next round waits for the context.
+// stream waits for copies in still under way into them, and parked chunks are mapped. After it
+// (`launched` or not, always once after await_ready): it is their last use on its stream, which
+// moves of their chunks wait for. `unmarked`: the launch also used ranges not listed; the next
+// round waits for the context.
 void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread);
-void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked);
+void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched);
 // Scan order, before work that no scan saw (a 2D, 3D, batched, peer or array copy, a graph
-// launch, a launch with too many ranges to list): waits until the shim's copies are over, so it
-// cannot meet a chunk whose data is still on its way.
+// launch, a launch with too many ranges to list): waits until the shim's copies are over and maps
+// every parked chunk, so it cannot meet a chunk whose data is still on its way; until
+// end_unscanned (once, after the work is queued) no round parks a chunk.
 void finish_copies();
+void end_unscanned();
 // A copy or memset the hooks planned and marked like a launch (act/residency.h, TransferScope):
 // not work the scan missed.
 void count_scanned_transfer();

@@ -170,6 +170,7 @@ using namespace gms::entry;
     ::gms::trace::CopyScope trace_copy(#sym);                    \
     ::gms::act::before_unscanned();                              \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
+    ::gms::act::after_unscanned();                               \
     RECORD;                                                      \
     return r;                                                    \
   }
