@@ -273,7 +273,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
-      if (params_layout.empty() && options().swap_order == SwapOrder::scan) {
+      if (params_layout.empty() && options().swap_order == SwapOrder::scan && !entry::stream_capturing(stream, per_thread)) {
         // No layout (or no parameters): the kernel may use any movable memory. Nothing it might
         // reach is left parked or mid-copy, and the next round of moves waits for the context.
         swap::finish_copies();

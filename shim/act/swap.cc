@@ -474,6 +474,7 @@ uint64_t reserved_bytes(uint64_t bytes) { return round_up(bytes == 0 ? 1 : bytes
 bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* size, uint64_t* resident) {
   if (dev < 0 || dev >= kMaxDevices) return false;
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
   const uint64_t need = reserved_bytes(bytes);
@@ -503,6 +504,7 @@ bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* 
 
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
   Range range;
@@ -538,6 +540,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
 
 CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_free_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -595,6 +598,7 @@ uint64_t retired_device_bytes(int dev) {
 void release_retired(int dev, uint64_t device_bytes) {
   if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   uint64_t freed = 0;
@@ -612,6 +616,7 @@ void release_retired(int dev, uint64_t device_bytes) {
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   if (moves.empty()) return;
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_move_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -908,6 +913,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
 void finish_copies() {
   if (options().swap_order != SwapOrder::scan) return;
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   ++s.unscanned_open;
@@ -933,6 +939,7 @@ void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_ord
 void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread) {
   if (n == 0) return;
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   for (size_t k = 0; k < n; ++k) {
@@ -955,6 +962,7 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched) {
   constexpr size_t kMaxStreams = 4;  // per range; past it the oldest mark is waited for and reused
   ShimScope scope;
+  entry::RelaxedCapture relaxed;
   State& s = state();
   const CUstream handle = entry::stream_handle(stream, per_thread);
   std::lock_guard lock(s.mu);

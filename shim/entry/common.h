@@ -48,6 +48,23 @@ inline bool stream_capturing(CUstream stream, bool per_thread) {
   return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+// The calling thread in relaxed capture mode while it lives: the shim's own event waits and
+// mappings are then allowed while another thread captures a stream in global mode (which forbids
+// them to every thread, and is invalidated by them).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { ok_ = call_real(GMS_REAL(cuThreadExchangeStreamCaptureMode), &mode_) == CUDA_SUCCESS; }
+  ~RelaxedCapture() {
+    if (ok_) call_real(GMS_REAL(cuThreadExchangeStreamCaptureMode), &mode_);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool ok_ = false;
+};
+
 // For copy ends the call does not type (cuMemcpy): what the driver says the pointer is.
 observe::PtrKind ask_driver(uintptr_t addr);
 
