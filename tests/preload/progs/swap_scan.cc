@@ -6,7 +6,8 @@
 //   the shim's own streams between side ranges, remaps without waiting for the copies, and the
 //   launch waits for them on the GPU; device memory evicted is released after its copy out;
 // - evicted chunks are parked (their host copy not mapped in the program's range) until a use the
-//   shim sees, or work it cannot see (a 2D copy), needs them mapped;
+//   shim sees, or work it cannot see (a 2D copy), needs them mapped; a launch that uses more than
+//   the budget holds maps a parked range where it is and uses it there;
 // - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
 #include <algorithm>
 
@@ -27,11 +28,30 @@ void copy_2d(CUdeviceptr x) {
   CK(cuMemcpy2D(&c));
 }
 
+// x[i] += 1, y[i] += 1, z[i] += 1; params: three CUdeviceptr, size_t count
+void k_inc3(void** p) {
+  for (int k = 0; k < 3; ++k) {
+    uint32_t* x = preload::dev_ptr<uint32_t>(*static_cast<CUdeviceptr*>(p[k]));
+    size_t n = *static_cast<size_t*>(p[3]);
+    for (size_t i = 0; i < n; ++i) x[i] += 1;
+  }
+}
+
+CUresult inc3(CUdeviceptr x, CUdeviceptr y, CUdeviceptr z, CUstream s) {
+  size_t n = kWords;
+  void* params[] = {&x, &y, &z, &n};
+  return cuLaunchKernel(preload::as_function(k_inc3), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
 }  // namespace
 
 int main() {
   preload::use_device0();
   declare_kernels();
+  {
+    size_t sizes[] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr), sizeof(CUdeviceptr), sizeof(size_t)};
+    CHECK(fake_cuda_set_kernel_params(preload::as_function(k_inc3), sizes, 4) == 0);
+  }
   CUstream st, st2;
   CK(cuStreamCreate(&st, 0));
   CK(cuStreamCreate(&st2, 0));
@@ -131,6 +151,26 @@ int main() {
   CK(cuMemFree(a));
   CK(cuMemFree(b));
   CK(cuMemFree(c));
+  {
+    // A launch that uses more than the budget holds (three ranges of 4 MiB in 8): the two on the
+    // device stay; the parked one is not brought in but mapped where it is, and the kernel reads
+    // and writes it there. New ranges: no history of moves (no ping-pong stop).
+    CUdeviceptr d = 0, e = 0, f = 0;
+    CK(cuMemAlloc(&d, 4 * MiB));
+    CK(cuMemAlloc(&e, 4 * MiB));
+    put(d, 4);
+    put(e, 5);
+    CK(cuMemAlloc(&f, 4 * MiB));  // d, the least recently used, goes out: parked
+    put(f, 6);
+    Count map("cuMemMap"), unmap("cuMemUnmap");
+    CK(inc3(d, e, f, st));
+    CHECK(map.added() == 1);    // d's host copy, at d
+    CHECK(unmap.added() == 0);  // nothing moved
+    CHECK(holds(d, 4, 1) && holds(e, 5, 1) && holds(f, 6, 1));
+    CK(cuMemFree(d));
+    CK(cuMemFree(e));
+    CK(cuMemFree(f));
+  }
   CK(cuStreamDestroy(st));
   CK(cuStreamDestroy(st2));
   std::printf("swap scan ok\n");
