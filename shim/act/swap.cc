@@ -694,8 +694,9 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       scan = true;
     }
   }
-  // Scan order parks evicted chunks (Chunk::parked): only it sees every use before it happens.
-  const bool park = scan && options().prefetch != Prefetch::off;
+  // Scan order parks evicted chunks (Chunk::parked) when asked: only it sees every use before it
+  // happens (GPUMEMSHIM_SWAP_PARK tells the price).
+  const bool park = scan && options().swap_park.value && options().prefetch != Prefetch::off;
   std::vector<Range*> touched;
   if (scan) {
     for (const Out& o : outs) touched.push_back(o.at.range);

@@ -20,8 +20,9 @@
 // copies are waited for before the launch. Under scan order they wait only for the launches the
 // scan saw use the ranges moved (an event recorded after each), copy on the shim's own streams,
 // and leave whatever uses the ranges next to wait for the copies on the GPU: kernels queued before
-// keep running meanwhile. Scan order also leaves evicted chunks unmapped (parked) until something
-// the shim sees uses them: mapping host memory costs 13 to 20 ms per GiB. Work the scan does not
+// keep running meanwhile. With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
+// unmapped (parked) until something the shim sees uses them: mapping host memory costs 13 to 20 ms
+// per GiB. The driver then knows nothing there (pointer queries fail). Work the scan does not
 // see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)
 // first waits for the copies and has every parked chunk mapped, and makes the next round wait for
 // the context. What no hook sees at all, a kernel reaching movable memory through a pointer stored

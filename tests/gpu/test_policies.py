@@ -32,6 +32,7 @@ POLICIES = {
     "pinned": {"GPUMEMSHIM_POLICY": "pinned"},
     "swap": {"GPUMEMSHIM_POLICY": "swap"},
     "swap-scan": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan"},
+    "swap-scan-park": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan", "GPUMEMSHIM_SWAP_PARK": "on"},
 }
 PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap")
 

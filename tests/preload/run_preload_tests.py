@@ -786,7 +786,7 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order(self):
-        run = self.run_program("swap_scan", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan"))
+        run = self.run_program("swap_scan", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
         self.assertIn("swap scan ok", run.stdout)
         d = self.only_stats(run)["decisions"]
         # In: b, a, b (for a copy), then what the last copies and the memset need; out: one more

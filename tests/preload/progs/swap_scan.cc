@@ -1,6 +1,7 @@
 // Movable memory under GPUMEMSHIM_SWAP_ORDER=scan over the stand-in driver (run with
-// GPUMEMSHIM_POLICY=swap, GPUMEMSHIM_DEVICE_LIMIT=8M and a managed cap). Checks that moves wait for
-// what the launch scan saw, not for the context, and that every byte survives:
+// GPUMEMSHIM_POLICY=swap, GPUMEMSHIM_SWAP_PARK=on, GPUMEMSHIM_DEVICE_LIMIT=8M and a managed cap).
+// Checks that moves wait for what the launch scan saw, not for the context, and that every byte
+// survives:
 // - each launch, copy or memset that uses movable memory is marked with an event after it;
 // - a move waits for the marks of the ranges it moves (on every stream that used them), copies on
 //   the shim's own streams between side ranges, remaps without waiting for the copies, and the
