@@ -315,19 +315,14 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   return *marked || referenced.empty();
 }
 
-// Set by before_unscanned_slow for this thread's call (initial-exec: see LaunchUses).
-thread_local bool t_unscanned_open __attribute__((tls_model("initial-exec"))) = false;
-
-void before_unscanned_slow() {
-  if (options().swap_order != SwapOrder::scan) return;
+bool before_unscanned_slow() {
+  if (options().swap_order != SwapOrder::scan) return false;
   ShimScope scope;
   swap::finish_copies();
-  t_unscanned_open = true;
+  return true;
 }
 
-void after_unscanned() {
-  if (!t_unscanned_open) return;
-  t_unscanned_open = false;
+void after_unscanned_slow() {
   ShimScope scope;
   swap::end_unscanned();
 }

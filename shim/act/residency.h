@@ -48,14 +48,25 @@ inline void after_launch(CUstream stream, bool per_thread, bool launched) {
 // Returns whether it was scanned (scan order); *marked: whether it uses movable memory.
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked);
 void after_transfer_slow(CUstream stream, bool per_thread, bool marked);
-// Before work whose memory no scan sees (the other copies, graph launches): under scan order it
-// waits for the moves' copies still under way (act/swap.h, finish_copies).
-void before_unscanned_slow();
-inline void before_unscanned() {
-  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) before_unscanned_slow();
-}
-// After it is queued: rounds of moves may park chunks again.
-void after_unscanned();
+// Around work whose memory no scan sees (the other copies, graph launches): under scan order it
+// first waits for the moves' copies still under way and has parked chunks mapped, and no round
+// parks a chunk until it is queued (act/swap.h, finish_copies).
+bool before_unscanned_slow();
+void after_unscanned_slow();
+class UnscannedScope {
+ public:
+  UnscannedScope() {
+    if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) open_ = before_unscanned_slow();
+  }
+  ~UnscannedScope() {
+    if (open_) after_unscanned_slow();
+  }
+  UnscannedScope(const UnscannedScope&) = delete;
+  UnscannedScope& operator=(const UnscannedScope&) = delete;
+
+ private:
+  bool open_ = false;
+};
 class TransferScope {
  public:
   TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {

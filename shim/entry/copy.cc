@@ -161,29 +161,24 @@ using namespace gms;
 using namespace gms::entry;
 
 #define GMS_UNPAREN(...) __VA_ARGS__
-// One hook: forward under the guard, then record the copy described by RECORD.
-// Its memory is not planned or marked (act::TransferScope): under scan order it waits for the
+// One hook: forward under the guard inside SCOPE (the residency planner's view of the call), then
+// record the copy described by RECORD.
+#define GMS_SCOPED_HOOK(sym, params, args, SCOPE, RECORD)       \
+  GMS_EXPORT CUresult sym params {                               \
+    GMS_NESTED(sym, GMS_UNPAREN args);                           \
+    ::gms::trace::CopyScope trace_copy(#sym);                    \
+    SCOPE;                                                       \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
+    RECORD;                                                      \
+    return r;                                                    \
+  }
+// Its memory is not planned or marked (act::UnscannedScope): under scan order it waits for the
 // moves' copies, and the next round of moves waits for the context.
-#define GMS_COPY_HOOK(sym, params, args, RECORD)                 \
-  GMS_EXPORT CUresult sym params {                               \
-    GMS_NESTED(sym, GMS_UNPAREN args);                           \
-    ::gms::trace::CopyScope trace_copy(#sym);                    \
-    ::gms::act::before_unscanned();                              \
-    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
-    ::gms::act::after_unscanned();                               \
-    RECORD;                                                      \
-    return r;                                                    \
-  }
+#define GMS_COPY_HOOK(sym, params, args, RECORD) \
+  GMS_SCOPED_HOOK(sym, params, args, ::gms::act::UnscannedScope unscanned, RECORD)
 // One whose device ends and stream are known (USES, for act::TransferScope).
-#define GMS_USES_HOOK(sym, params, args, USES, RECORD)           \
-  GMS_EXPORT CUresult sym params {                               \
-    GMS_NESTED(sym, GMS_UNPAREN args);                           \
-    ::gms::trace::CopyScope trace_copy(#sym);                    \
-    ::gms::act::TransferScope uses USES;                         \
-    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);     \
-    RECORD;                                                      \
-    return r;                                                    \
-  }
+#define GMS_USES_HOOK(sym, params, args, USES, RECORD) \
+  GMS_SCOPED_HOOK(sym, params, args, ::gms::act::TransferScope uses USES, RECORD)
 
 // Host-device copies, synchronous (legacy or per-thread default stream) and asynchronous, through
 // host_device_copy; device-to-device ones straight through.

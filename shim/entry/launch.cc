@@ -35,7 +35,7 @@ using namespace gms::entry;
                   kernel_ex, if (c) act::before_launch(f, params, extra, c->hStream, PTSZ), \
                   if (c) act::after_launch(c->hStream, PTSZ, ok(r)))
 // A graph's kernels and their arguments are fixed inside it: nothing to scan at launch.
-#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph, act::before_unscanned(), act::after_unscanned())
+#define GMS_GRAPH(sym) GMS_LAUNCH_HOOK(sym, (CUgraphExec g, CUstream st), (g, st), graph, act::UnscannedScope unscanned, (void)0)
 GMS_LAUNCH(cuLaunchKernel, false)
 GMS_LAUNCH(cuLaunchKernel_ptsz, true)
 GMS_LAUNCH_COOP(cuLaunchCooperativeKernel, false)
