@@ -1,0 +1,163 @@
+#include "arena.h"
+
+#include <algorithm>
+#include <iterator>
+#include <tuple>
+
+namespace gms::policy {
+
+Arena::Arena(const Config& c) : cfg_(c) {
+  if (cfg_.granule == 0) cfg_.granule = 1;
+  if (cfg_.chunk < cfg_.granule) cfg_.chunk = cfg_.granule;
+  cfg_.chunk = cfg_.chunk / cfg_.granule * cfg_.granule;
+  live_in_.assign(cfg_.chunks, 0);
+  backing_.assign(cfg_.chunks, Backing::none);
+  if (cfg_.chunks) free_[0] = Piece{cfg_.chunks * cfg_.chunk, {}};
+}
+
+Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
+  Spot best;
+  if (bytes == 0) return best;
+  const uint64_t need = (bytes + cfg_.granule - 1) / cfg_.granule * cfg_.granule;
+  if (need < bytes) return best;
+  uint64_t best_len = 0;
+  auto fits = [&](Backing b) { return b == Backing::device || (!device_only && b == Backing::none); };
+  for (const auto& [at, piece] : free_) {
+    const uint64_t end = at + piece.size;
+    // Runs of the piece over chunks that may take it: a host-backed chunk splits the piece.
+    for (uint64_t a = at; a < end;) {
+      uint64_t b = a;
+      while (b < end && fits(backing_[b / cfg_.chunk])) b = std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk);
+      if (b - a >= need) {
+        // At the run's start, or on the first chunk boundary in it: the boundary wins when it
+        // costs no more backing.
+        const uint64_t aligned = (a + cfg_.chunk - 1) / cfg_.chunk * cfg_.chunk;
+        for (uint64_t start : {aligned, a}) {
+          if (start + need > b || (start != a && need < cfg_.chunk)) continue;
+          uint64_t unbacked = 0;
+          for (uint64_t c = first_chunk(start); c <= last_chunk(start, need); ++c) unbacked += backing_[c] == Backing::none;
+          if (!best.ok || std::tuple(unbacked, b - a, start != aligned, start) <
+                              std::tuple(best.unbacked, best_len, best.offset % cfg_.chunk != 0, best.offset)) {
+            best = Spot{true, start, need, unbacked};
+            best_len = b - a;
+          }
+        }
+      }
+      // Past the chunk that stopped the run.
+      a = b < end ? std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk) : end;
+    }
+  }
+  return best;
+}
+
+void Arena::add_tags(std::vector<Tag>& to, const std::vector<Tag>& from) {
+  for (Tag t : from) {
+    if (std::find(to.begin(), to.end(), t) != to.end()) continue;
+    to.push_back(t);
+    ++refs_[t];
+  }
+}
+
+void Arena::unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped) {
+  for (Tag t : tags) {
+    auto r = refs_.find(t);
+    if (r == refs_.end()) continue;
+    if (--r->second == 0) {
+      refs_.erase(r);
+      if (dropped) dropped->push_back(t);
+    }
+  }
+}
+
+void Arena::add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed) {
+  for (uint64_t c = first_chunk(offset); c <= last_chunk(offset, size); ++c) {
+    const uint64_t lo = std::max(offset, c * cfg_.chunk), hi = std::min(offset + size, (c + 1) * cfg_.chunk);
+    const uint64_t before = live_in_[c];
+    live_in_[c] = sign > 0 ? before + (hi - lo) : before - (hi - lo);
+    if ((before == 0) != (live_in_[c] == 0)) changed->push_back(c);
+  }
+}
+
+bool Arena::take(uint64_t offset, uint64_t size, Grant* g) {
+  if (size == 0 || offset % cfg_.granule || size % cfg_.granule) return false;
+  auto it = free_.upper_bound(offset);
+  if (it == free_.begin()) return false;
+  --it;
+  const uint64_t at = it->first, end = at + it->second.size;
+  if (offset + size > end || offset + size < offset) return false;
+  Piece piece = std::move(it->second);
+  free_.erase(it);
+  *g = Grant{};
+  g->waits = piece.tags;
+  // What is left on either side keeps the tags (its space is just as unsettled).
+  if (offset > at) {
+    Piece& left = free_[at];
+    left.size = offset - at;
+    add_tags(left.tags, piece.tags);
+  }
+  if (offset + size < end) {
+    Piece& right = free_[offset + size];
+    right.size = end - offset - size;
+    add_tags(right.tags, piece.tags);
+  }
+  unref(piece.tags, &g->dropped);
+  live_[offset] = size;
+  add_live(offset, size, +1, &g->woken);
+  return true;
+}
+
+Arena::Freed Arena::give(uint64_t offset, Tag tag) {
+  Freed f;
+  auto it = live_.find(offset);
+  if (it == live_.end()) return f;
+  f.ok = true;
+  f.size = it->second;
+  live_.erase(it);
+  add_live(offset, f.size, -1, &f.dead);
+  Piece piece{f.size, {}};
+  if (tag) add_tags(piece.tags, {tag});
+  uint64_t at = offset;
+  auto next = free_.find(offset + f.size);
+  if (next != free_.end()) {
+    add_tags(piece.tags, next->second.tags);
+    unref(next->second.tags, nullptr);
+    piece.size += next->second.size;
+    free_.erase(next);
+  }
+  auto prev = free_.lower_bound(offset);
+  if (prev != free_.begin() && (--prev, prev->first + prev->second.size == offset)) {
+    at = prev->first;
+    add_tags(prev->second.tags, piece.tags);
+    unref(piece.tags, nullptr);
+    prev->second.size += piece.size;
+  } else {
+    free_[at] = std::move(piece);
+  }
+  return f;
+}
+
+void Arena::settle(Tag tag) {
+  if (!refs_.erase(tag)) return;
+  for (auto& [at, piece] : free_) std::erase(piece.tags, tag);
+}
+
+std::vector<Arena::Tag> Arena::tags_in(uint64_t chunk) const {
+  std::vector<Tag> out;
+  const uint64_t lo = chunk * cfg_.chunk, hi = lo + cfg_.chunk;
+  auto it = free_.upper_bound(lo);
+  if (it != free_.begin()) --it;
+  for (; it != free_.end() && it->first < hi; ++it) {
+    if (it->first + it->second.size <= lo) continue;
+    for (Tag t : it->second.tags) {
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    }
+  }
+  return out;
+}
+
+uint64_t Arena::size_of(uint64_t offset) const {
+  auto it = live_.find(offset);
+  return it == live_.end() ? 0 : it->second;
+}
+
+}  // namespace gms::policy
