@@ -162,7 +162,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   }
   uintptr_t alias = 0;
   bool swap_on_device = false, swap_reused = false;
-  uint64_t swap_resident = 0, swap_size = 0;
+  std::vector<swap::Woken> woken;
   MemKind kind = MemKind::device;
   Placement placement = Placement::device;
   switch (p.where) {
@@ -180,19 +180,21 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       break;
     case Where::swap: {
       swap::Use use{req.stream, req.stream_ordered, req.per_thread};
-      swap_reused = swap::reuse(out, req.bytes, dev, use, &swap_size, &swap_resident);
+      swap_reused = swap::reuse(out, req.bytes, dev, use, &woken);
       if (swap_reused) {
         r = CUDA_SUCCESS;
       } else {
-        swap_size = swap::reserved_bytes(req.bytes);
-        swap_on_device = room_for_swap(dev, swap_size);
-        r = swap::create(out, req.bytes, dev, swap_on_device);
+        const uint64_t need = swap::backing_needed(req.bytes, dev);
+        swap_on_device = need == 0 || room_for_swap(dev, need);
+        // Address space for all the movable memory the budget and the managed cap allow, twice
+        // over for room between allocations: one slab, normally.
+        const uint64_t slab = 2 * (device_limit(dev) + cfg.managed_limit);
+        r = swap::create(out, req.bytes, dev, swap_on_device, use, slab, &woken);
         if (r == CUDA_ERROR_OUT_OF_MEMORY && swap_on_device) {
           // The card is fuller than the budget says (other processes): the host then.
           swap_on_device = false;
-          r = swap::create(out, req.bytes, dev, false);
+          r = swap::create(out, req.bytes, dev, false, use, slab, &woken);
         }
-        swap_resident = swap_on_device ? swap_size : 0;
       }
       placement = Placement::swap;
       break;
@@ -235,8 +237,10 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         trace::decision("convert_swap", *out, req.bytes, dev,
                         swap_reused ? "reused" : swap_on_device ? "on the device" : "on the host: over budget");
       }
-      // The whole range, which may be larger than asked for (swap::reuse): its chunks are what moves.
-      residency_track(static_cast<uintptr_t>(*out), swap_size, dev, Tracked::swap, swap_resident);
+      // Each chunk is a region of its own; those that held nothing live are not tracked.
+      for (const swap::Woken& w : woken) {
+        residency_track(w.base, swap::chunk_bytes(), dev, Tracked::swap, w.on_device ? swap::chunk_bytes() : 0);
+      }
       break;
     case Where::out_of_memory:
       break;
@@ -249,7 +253,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
               CUresult (*real_free)(void*), void* ctx) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
-  if (region && (region->kind == MemKind::managed || region->placement == Placement::swap)) residency_forget(region->base);
+  if (region && region->kind == MemKind::managed) residency_forget(region->base);
   CUresult r = CUDA_SUCCESS;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
                  region->placement == Placement::swap)) {
@@ -268,7 +272,9 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     }
     if (swap) {
       // Kept for reuse (act/swap.h), at most a budget's worth.
-      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device));
+      std::vector<uintptr_t> dead;
+      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
+      for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {
       if (stream_ordered) {
         // The program may still have work queued on the stream that uses this memory.

@@ -47,7 +47,7 @@ State& state() {
 // Fixed size (no allocation in TLS the preload may reach early); a launch that uses more ranges
 // marks none, and the next round of moves waits for the context.
 struct LaunchUses {
-  static constexpr size_t kMax = 64;
+  static constexpr size_t kMax = 256;
   uintptr_t bases[kMax];
   uint32_t n;
   bool overflow;
@@ -101,6 +101,14 @@ void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, in
     if (w < lo || w >= hi) continue;
     auto r = cuda_regions().find(w);
     if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) continue;
+    if (r->placement == Placement::swap) {
+      // Movable memory: the regions are the chunks the allocation lies in.
+      for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
+        auto d = s.tracked.find(c);
+        if (d != s.tracked.end() && d->second.dev == dev) out.push_back(c);
+      }
+      continue;
+    }
     auto d = s.tracked.find(r->base);
     if (d != s.tracked.end() && d->second.dev == dev) out.push_back(r->base);
   }
@@ -242,13 +250,13 @@ uint64_t residency_resident_bytes(uintptr_t base) {
   return it == s.tracked.end() ? 0 : planner(s, it->second.dev).resident_bytes(base);
 }
 
-void residency_forget(uintptr_t base) {
+void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
   auto it = s.tracked.find(base);
-  if (it == s.tracked.end()) return;
+  if (it == s.tracked.end() || (only_if && !only_if(base))) return;
   policy::ResidencyPlanner& p = planner(s, it->second.dev);
   p.remove_region(base);
   ledger().set_resident(it->second.dev, p.resident_bytes());

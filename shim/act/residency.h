@@ -15,7 +15,9 @@ namespace gms::act {
 // act/swap.h), whose first `resident` bytes are on the device when it is tracked.
 enum class Tracked : uint8_t { managed, swap };
 void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed, uint64_t resident = 0);
-void residency_forget(uintptr_t base);
+// With `only_if`, only when it is true for `base` under the residency lock (a movable chunk that
+// holds nothing live: another thread may have placed an allocation there since).
+void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t) = nullptr);
 // Evicts the least recently used tracked memory of `device` until `bytes` more fit in its budget
 // (nothing if they never could). For a new movable range, which is cheaper made on the device
 // than made on the host and brought in by the next launch.

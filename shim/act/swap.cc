@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/options.h"
 #include "core/runtime.h"
 #include "entry/common.h"
+#include "policy/arena.h"
 #include "policy/residency.h"
 #include "trace/trace.h"
 
@@ -23,8 +25,6 @@ namespace {
 using entry::call_real;
 
 constexpr uint64_t kGranule = 2ull << 20;  // cuMemCreate's granularity on every current GPU
-
-uint64_t round_up(uint64_t n) { return (n + kGranule - 1) / kGranule * kGranule; }
 
 // Memory behind one chunk, device or pinned host, with a range of its own (side) where the shim's
 // copies reach it. Copies never go through the program's range, so remapping that range never
@@ -68,37 +68,43 @@ struct Range {
   int in_flight = 0;
   uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
   uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
-  // Device memory behind the range: what it takes from the budget.
-  uint64_t device_bytes() const {
-    uint64_t n = 0;
-    for (size_t i = 0; i < chunks.size(); ++i) n += chunks[i].on_device() ? size_of(i) : 0;
-    return n;
-  }
-  // The device-backed prefix (the planner evicts from the end, so normally all of it): what the
-  // planner counts as resident.
-  uint64_t resident_prefix() const {
-    uint64_t n = 0;
-    for (size_t i = 0; i < chunks.size() && chunks[i].on_device(); ++i) n += size_of(i);
-    return n;
-  }
 };
 
-// A range the program freed, kept mapped for reuse.
-struct Retired {
+using Tag = policy::Arena::Tag;
+
+// A reservation of the program's address space where movable allocations go (policy/arena.h),
+// chunk aligned, so that the chunk of an address is the address rounded down.
+struct Slab {
+  CUdeviceptr reserved = 0;  // what cuMemAddressFree takes
+  uint64_t reserved_size = 0;
   uintptr_t base = 0;
-  Range range;
-  Mark freed;  // recorded by a stream-ordered free; no event: nothing left to wait for
+  int dev = 0;
+  policy::Arena arena;
+  Slab(const policy::Arena::Config& c) : arena(c) {}
+  uintptr_t chunk_base(uint64_t c) const { return base + c * arena.chunk_bytes(); }
+  uint64_t chunk_at(uintptr_t a) const { return (a - base) / arena.chunk_bytes(); }
+  bool holds(uintptr_t a) const { return a >= base && a - base < arena.chunks() * arena.chunk_bytes(); }
 };
 
 constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
 
 struct State {
   std::mutex mu;  // guards everything below; held across moves (they are synchronous anyway)
-  std::unordered_map<uintptr_t, Range> ranges;
+  std::unordered_map<uintptr_t, Range> ranges;  // every backed chunk, by its base: one chunk each
+  std::vector<std::unique_ptr<Slab>> slabs;
+  // Backed chunks with nothing live, oldest first, and the device memory of those on each device:
+  // kept for the next allocation, the first to go for room.
+  std::deque<uintptr_t> dead;
+  uint64_t dead_device[kMaxDevices] = {};
+  // Stream-ordered frees whose space may still be in use: the event, and the slab it tags.
+  struct Tagged {
+    Mark mark;
+    Slab* slab = nullptr;
+  };
+  std::unordered_map<Tag, Tagged> tags;
+  std::deque<Tag> tag_order;  // oldest first; some may be gone from `tags`
+  Tag next_tag = 1;
   std::multimap<std::pair<int, uint64_t>, Backing> spare;  // host chunks, by device and size
-  std::deque<Retired> retired;               // oldest first
-  uint64_t retired_device[kMaxDevices] = {};
-  uint64_t retired_total[kMaxDevices] = {};
   std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
   // GPUMEMSHIM_SWAP_ORDER=scan: the shim's own streams for copies out and in, by context device;
   // host chunks that copies in still read and device memory that copies out still read, each
@@ -315,55 +321,6 @@ void release(State& s, Chunk& c) {
   }
 }
 
-// Unmaps and releases everything behind a range nothing uses any more.
-CUresult destroy(State& s, uintptr_t base, Range& range) {
-  CUresult first = CUDA_SUCCESS;
-  for (size_t i = 0; i < range.chunks.size(); ++i) {
-    CUresult r = range.chunks[i].parked ? CUDA_SUCCESS
-                                        : call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base + range.offset_of(i)),
-                                                    static_cast<size_t>(range.size_of(i)));
-    if (r == CUDA_SUCCESS) release(s, range.chunks[i]);  // else leak it rather than reuse mapped memory
-    if (first == CUDA_SUCCESS) first = r;
-  }
-  CUresult r = call_real(GMS_REAL(cuMemAddressFree), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size));
-  return first == CUDA_SUCCESS ? r : first;
-}
-
-// Waits for a retired range's free, if it was stream-ordered, and gives its event back.
-void settle(State& s, Retired& t) {
-  if (!t.freed.event) return;
-  call_real(GMS_REAL(cuEventSynchronize), t.freed.event);
-  give_event(s, t.freed);
-}
-
-// Caller holds s.mu. Removes retired range k from the list and its tallies.
-Retired take_retired(State& s, size_t k) {
-  Retired t = std::move(s.retired[k]);
-  s.retired.erase(s.retired.begin() + static_cast<std::ptrdiff_t>(k));
-  s.retired_device[t.range.dev] -= t.range.device_bytes();
-  s.retired_total[t.range.dev] -= t.range.size;
-  return t;
-}
-
-void release_one(State& s, size_t k) {
-  Retired t = take_retired(s, k);
-  settle(s, t);
-  destroy(s, t.base, t.range);
-}
-
-// Caller holds s.mu.
-void release_all(State& s) {
-  while (!s.retired.empty()) release_one(s, 0);
-  reap(s, true);
-  for (auto& [key, h] : s.spare) drop_backing(h);
-  s.spare.clear();
-  for (Mark& m : s.copies) give_event(s, m);
-  for (auto& pool : s.events) {
-    for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
-    pool.clear();
-  }
-}
-
 CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread) {
   return per_thread ? call_real(GMS_REAL(cuMemcpyDtoDAsync_v2_ptsz), dst, src, static_cast<size_t>(n), stream)
                     : call_real(GMS_REAL(cuMemcpyDtoDAsync_v2), dst, src, static_cast<size_t>(n), stream);
@@ -466,121 +423,345 @@ bool any_parked(const Range& range) {
   return std::any_of(range.chunks.begin(), range.chunks.end(), [](const Chunk& c) { return c.parked; });
 }
 
+// --- Where allocations go: slabs, the chunks with nothing live, the frees still in flight ---
+
+Slab* slab_of(State& s, uintptr_t a) {
+  for (auto& sl : s.slabs) {
+    if (sl->holds(a)) return sl.get();
+  }
+  return nullptr;
+}
+
+policy::Arena::Backing backing_of(const Range& r) {
+  const Chunk& c = r.chunks.front();
+  return c.on_device() ? policy::Arena::Backing::device : c.host.handle ? policy::Arena::Backing::host : policy::Arena::Backing::none;
+}
+
+// Tells the chunk's slab how it is backed now (after a move).
+void note_backing(State& s, uintptr_t chunk, const Range& r) {
+  if (Slab* sl = slab_of(s, chunk)) sl->arena.set_backing(sl->chunk_at(chunk), backing_of(r));
+}
+
+void drop_tag(State& s, Tag t) {
+  auto it = s.tags.find(t);
+  if (it == s.tags.end()) return;
+  give_event(s, it->second.mark);
+  s.tags.erase(it);
+}
+
+// Frees whose work is over, oldest first: their space waits for nothing any more.
+void settle_tags(State& s) {
+  while (!s.tag_order.empty()) {
+    auto it = s.tags.find(s.tag_order.front());
+    if (it != s.tags.end()) {
+      if (call_real(GMS_REAL(cuEventQuery), it->second.mark.event) == CUDA_ERROR_NOT_READY) return;
+      it->second.slab->arena.settle(it->first);
+      drop_tag(s, it->first);
+    }
+    s.tag_order.pop_front();
+  }
+}
+
+// Waits here for the frees of the chunk's free space: nothing queued before them may still use it.
+void settle_chunk(State& s, Slab& sl, uint64_t c) {
+  for (Tag t : sl.arena.tags_in(c)) {
+    auto it = s.tags.find(t);
+    if (it == s.tags.end()) continue;
+    {
+      Timed timed(Timing::swap_wait_ns);
+      call_real(GMS_REAL(cuEventSynchronize), it->second.mark.event);
+    }
+    sl.arena.settle(t);
+    drop_tag(s, t);
+  }
+}
+
+// The use of space handed out waits for the frees it covers: on the GPU when stream-ordered.
+void wait_frees(State& s, const policy::Arena::Grant& g, const Use& use) {
+  for (Tag t : g.waits) {
+    auto it = s.tags.find(t);
+    if (it == s.tags.end()) continue;
+    if (use.stream_ordered) {
+      // Even on what looks like the same stream: the per-thread default stream is one per
+      // thread, and a destroyed stream's handle comes back.
+      gpu_wait(it->second.mark, use.stream, use.per_thread);
+    } else {
+      Timed timed(Timing::swap_wait_ns);
+      call_real(GMS_REAL(cuEventSynchronize), it->second.mark.event);
+    }
+  }
+  for (Tag t : g.dropped) drop_tag(s, t);
+}
+
+// Unmaps a chunk (unless parked) and gives its memory back; false (and a leak, rather than reusing
+// mapped memory) when the unmap fails.
+bool unback(State& s, uintptr_t base, Range& range) {
+  Chunk& c = range.chunks.front();
+  if (!c.parked && call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size)) != CUDA_SUCCESS) {
+    return false;
+  }
+  release(s, c);
+  return true;
+}
+
+// Dead chunk k (of s.dead) gives its memory back, once the frees of its space are over.
+void release_dead(State& s, size_t k) {
+  const uintptr_t base = s.dead[k];
+  s.dead.erase(s.dead.begin() + static_cast<std::ptrdiff_t>(k));
+  Slab* sl = slab_of(s, base);
+  auto it = s.ranges.find(base);
+  if (!sl || it == s.ranges.end()) return;
+  const uint64_t c = sl->chunk_at(base);
+  settle_chunk(s, *sl, c);
+  if (it->second.chunks.front().on_device()) s.dead_device[sl->dev] -= it->second.size;
+  if (!unback(s, base, it->second)) return;
+  s.ranges.erase(it);
+  sl->arena.set_backing(c, policy::Arena::Backing::none);
+}
+
+// Host-backed dead chunks (evicted, then freed) whose frees are over: their host memory back to
+// the spares, their addresses free for new chunks.
+void release_dead_hosts(State& s) {
+  settle_tags(s);
+  for (size_t k = 0; k < s.dead.size();) {
+    auto it = s.ranges.find(s.dead[k]);
+    Slab* sl = slab_of(s, s.dead[k]);
+    if (it != s.ranges.end() && sl && !it->second.chunks.front().on_device() && sl->arena.tags_in(sl->chunk_at(s.dead[k])).empty()) {
+      release_dead(s, k);
+    } else {
+      ++k;
+    }
+  }
+}
+
+// Chunk c of `sl` holds nothing live any more: kept, backed as it is, for the next allocation.
+void bury(State& s, Slab& sl, uint64_t c) {
+  auto it = s.ranges.find(sl.chunk_base(c));
+  if (it == s.ranges.end()) return;
+  drop_marks(s, it->second);  // the frees were ordered after their uses
+  it->second.in_flight = 0;
+  s.dead.push_back(it->first);
+  if (it->second.chunks.front().on_device()) s.dead_device[sl.dev] += it->second.size;
+}
+
+// The chunks of `g` that held nothing live: off the dead list, to be tracked again.
+void wake(State& s, Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken) {
+  for (uint64_t c : g.woken) {
+    const uintptr_t base = sl.chunk_base(c);
+    auto it = s.ranges.find(base);
+    if (it == s.ranges.end()) continue;
+    const bool on_device = it->second.chunks.front().on_device();
+    auto d = std::find(s.dead.begin(), s.dead.end(), base);
+    if (d != s.dead.end()) {
+      s.dead.erase(d);
+      if (on_device) s.dead_device[sl.dev] -= it->second.size;
+    }
+    woken->push_back({base, on_device});
+  }
+}
+
+// The best place for `bytes` on `dev` over all its slabs (policy::Arena::find).
+std::pair<Slab*, policy::Arena::Spot> find_spot(State& s, uint64_t bytes, int dev, bool device_only) {
+  std::pair<Slab*, policy::Arena::Spot> best{nullptr, {}};
+  for (auto& sl : s.slabs) {
+    if (sl->dev != dev) continue;
+    policy::Arena::Spot spot = sl->arena.find(bytes, device_only);
+    if (spot.ok && (!best.first || spot.unbacked < best.second.unbacked)) best = {sl.get(), spot};
+  }
+  return best;
+}
+
+// A new slab of at least `bytes` on `dev`, or null (*r says why).
+Slab* new_slab(State& s, int dev, uint64_t bytes, CUresult* r) {
+  const uint64_t chunk = chunk_bytes();
+  const uint64_t chunks = (bytes + chunk - 1) / chunk;
+  policy::Arena::Config cfg;
+  cfg.chunk = chunk;
+  cfg.granule = kGranule;
+  cfg.chunks = chunks;
+  auto sl = std::make_unique<Slab>(cfg);
+  sl->dev = dev;
+  // One chunk more than needed, in case the driver does not honour the alignment.
+  sl->reserved_size = (chunks + 1) * chunk;
+  *r = call_real(GMS_REAL(cuMemAddressReserve), &sl->reserved, static_cast<size_t>(sl->reserved_size), static_cast<size_t>(chunk),
+                 CUdeviceptr{0}, 0ull);
+  if (*r != CUDA_SUCCESS) return nullptr;
+  sl->base = (static_cast<uintptr_t>(sl->reserved) + chunk - 1) / chunk * chunk;
+  s.slabs.push_back(std::move(sl));
+  return s.slabs.back().get();
+}
+
+// Caller holds s.mu. The program holds no movable memory any more: every chunk, slab, spare and
+// event goes back.
+void release_all(State& s) {
+  while (!s.dead.empty()) release_dead(s, 0);
+  for (auto& sl : s.slabs) call_real(GMS_REAL(cuMemAddressFree), sl->reserved, static_cast<size_t>(sl->reserved_size));
+  s.slabs.clear();
+  for (auto& [t, tagged] : s.tags) give_event(s, tagged.mark);
+  s.tags.clear();
+  s.tag_order.clear();
+  reap(s, true);
+  for (auto& [key, h] : s.spare) drop_backing(h);
+  s.spare.clear();
+  for (Mark& m : s.copies) give_event(s, m);
+  for (auto& pool : s.events) {
+    for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
+    pool.clear();
+  }
+}
+
 }  // namespace
 
-uint64_t chunk_bytes() { return policy::ResidencyConfig{}.chunk_bytes; }
-uint64_t reserved_bytes(uint64_t bytes) { return round_up(bytes == 0 ? 1 : bytes); }
+uint64_t chunk_bytes() {
+  static const uint64_t bytes = [] {
+    const uint64_t asked = options().swap_chunk.bytes;
+    uint64_t c = kGranule;
+    while (c * 2 <= asked && c * 2 <= policy::ResidencyConfig::kMaxChunk) c *= 2;
+    if (c != asked) {
+      // A power of two: slabs are aligned to it.
+      Line l;
+      l.str("GPUMEMSHIM_SWAP_CHUNK=").bytes(asked).str(": expected a power of two from 2M to 64M; using ").bytes(c);
+      log(LogLevel::warn, l);
+    }
+    return c;
+  }();
+  return bytes;
+}
 
-bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* size, uint64_t* resident) {
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, std::vector<Woken>* woken) {
   if (dev < 0 || dev >= kMaxDevices) return false;
   ShimScope scope;
   entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
-  const uint64_t need = reserved_bytes(bytes);
   std::lock_guard lock(s.mu);
-  size_t best = s.retired.size();
-  for (size_t k = 0; k < s.retired.size(); ++k) {
-    const Range& range = s.retired[k].range;
-    if (range.dev != dev || range.size < need || range.size - need > std::max(need / 4, kGranule)) continue;
-    if (best == s.retired.size() || range.size < s.retired[best].range.size) best = k;  // oldest of the best
-  }
-  if (best == s.retired.size()) return false;
-  Retired t = take_retired(s, best);
-  // A stream-ordered use waits for the free on the GPU, even on what looks like the same stream:
-  // the per-thread default stream is one per thread, and a destroyed stream's handle comes back.
-  if (t.freed.event && use.stream_ordered &&
-      call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(use.stream, use.per_thread), t.freed.event, 0u) == CUDA_SUCCESS) {
-    give_event(s, t.freed);
-  }
-  settle(s, t);
-  *size = t.range.size;
-  *resident = t.range.resident_prefix();
-  *out = static_cast<CUdeviceptr>(t.base);
-  runtime_stats().decision(Decision::swap_reused, t.range.size);
-  s.ranges.emplace(t.base, std::move(t.range));
+  auto [sl, spot] = find_spot(s, bytes, dev, true);
+  policy::Arena::Grant g;
+  if (!sl || !sl->arena.take(spot.offset, spot.size, &g)) return false;
+  wait_frees(s, g, use);
+  wake(s, *sl, g, woken);
+  *out = static_cast<CUdeviceptr>(sl->base + spot.offset);
+  runtime_stats().decision(Decision::swap_reused, spot.size);
   return true;
 }
 
-CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device) {
+uint64_t backing_needed(uint64_t bytes, int dev) {
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto [sl, spot] = find_spot(s, bytes, dev, false);
+  const uint64_t chunk = chunk_bytes();
+  return sl ? spot.unbacked * chunk : (bytes + chunk - 1) / chunk * chunk;
+}
+
+CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const Use& use, uint64_t slab_bytes,
+                std::vector<Woken>* woken) {
+  if (dev < 0 || dev >= kMaxDevices) return CUDA_ERROR_INVALID_VALUE;
   ShimScope scope;
   entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
-  Range range;
-  range.size = reserved_bytes(bytes);
-  range.dev = dev;
-  CUdeviceptr va = 0;
-  CUresult r = call_real(GMS_REAL(cuMemAddressReserve), &va, static_cast<size_t>(range.size), size_t{0}, CUdeviceptr{0}, 0ull);
-  if (r != CUDA_SUCCESS) return r;
-  size_t n = (range.size + chunk_bytes() - 1) / chunk_bytes();
-  range.chunks.resize(n);
   std::lock_guard lock(s.mu);
-  std::vector<Piece> pieces;
-  for (size_t i = 0; i < n && r == CUDA_SUCCESS; ++i) {
-    Chunk& c = range.chunks[i];
-    uint64_t size = range.size_of(i);
-    r = on_device ? make_backing(size, dev, false, &c.device) : take_host(s, size, dev, &c.host);
+  release_dead_hosts(s);
+  auto [sl, spot] = find_spot(s, bytes, dev, false);
+  CUresult r = CUDA_SUCCESS;
+  if (!sl) {
+    if (!(sl = new_slab(s, dev, std::max(slab_bytes, bytes + kGranule), &r))) return r;
+    spot = sl->arena.find(bytes, false);
+    if (!spot.ok) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  // The chunks with no backing get theirs first, so that a failure leaves the arena as it was.
+  const uint64_t chunk = sl->arena.chunk_bytes();
+  std::vector<std::pair<uint64_t, Chunk>> made;
+  for (uint64_t c = sl->arena.first_chunk(spot.offset); c <= sl->arena.last_chunk(spot.offset, spot.size) && r == CUDA_SUCCESS; ++c) {
+    if (sl->arena.backing(c) != policy::Arena::Backing::none) continue;
+    Chunk ch;
+    r = on_device ? make_backing(chunk, dev, false, &ch.device) : take_host(s, chunk, dev, &ch.host);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && on_device && !s.pending.empty()) {
       reap(s, true);  // evicted device memory still being copied out is released after its copy
-      r = make_backing(size, dev, false, &c.device);
+      r = make_backing(chunk, dev, false, &ch.device);
     }
-    if (r == CUDA_SUCCESS) pieces.push_back({va + range.offset_of(i), size, on_device ? c.device.handle : c.host.handle});
+    if (r == CUDA_SUCCESS) made.emplace_back(c, ch);
   }
-  if (r == CUDA_SUCCESS) r = map_span(pieces, dev);
+  // Mapped in runs of neighbours: one access call each.
+  std::vector<std::vector<Piece>> runs;
+  for (const auto& [c, ch] : made) {
+    Piece p{static_cast<CUdeviceptr>(sl->chunk_base(c)), chunk, on_device ? ch.device.handle : ch.host.handle};
+    if (runs.empty() || runs.back().back().va + chunk != p.va) runs.emplace_back();
+    runs.back().push_back(p);
+  }
+  size_t mapped = 0;
+  for (; mapped < runs.size() && r == CUDA_SUCCESS; ++mapped) r = map_span(runs[mapped], dev);
   if (r != CUDA_SUCCESS) {
-    for (Chunk& c : range.chunks) release(s, c);
-    call_real(GMS_REAL(cuMemAddressFree), va, static_cast<size_t>(range.size));
+    for (size_t k = 0; k + 1 < mapped; ++k) {
+      for (const Piece& p : runs[k]) call_real(GMS_REAL(cuMemUnmap), p.va, static_cast<size_t>(p.size));
+    }
+    for (auto& [c, ch] : made) release(s, ch);
     return r;
   }
-  s.ranges.emplace(static_cast<uintptr_t>(va), std::move(range));
-  *out = va;
+  for (auto& [c, ch] : made) {
+    Range range;
+    range.size = chunk;
+    range.dev = dev;
+    range.chunks.push_back(ch);
+    s.ranges.emplace(sl->chunk_base(c), std::move(range));
+    sl->arena.set_backing(c, on_device ? policy::Arena::Backing::device : policy::Arena::Backing::host);
+  }
+  policy::Arena::Grant g;
+  sl->arena.take(spot.offset, spot.size, &g);
+  wait_frees(s, g, use);
+  wake(s, *sl, g, woken);
+  *out = static_cast<CUdeviceptr>(sl->base + spot.offset);
   return CUDA_SUCCESS;
 }
 
-CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
+CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintptr_t>* dead) {
   ShimScope scope;
   entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_free_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
-  auto it = s.ranges.find(base);
-  if (it == s.ranges.end()) return CUDA_ERROR_INVALID_VALUE;
-  Retired t;
-  t.base = base;
-  const int dev = it->second.dev;
+  Slab* sl = slab_of(s, base);
+  const uint64_t size = sl ? sl->arena.size_of(base - sl->base) : 0;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  const int dev = sl->dev;
+  settle_tags(s);
+  Tag tag = 0;
   CUresult r = CUDA_SUCCESS;
   if (use.stream_ordered) {
-    // Work queued on the stream before the free may still use the range, and the shim's copies of
-    // it may still run: the event marks the end of both.
-    gpu_wait(it->second.ready, use.stream, use.per_thread);
+    // Work queued on the stream before the free may still use the space, and the shim's copies of
+    // its chunks may still run: the event marks the end of both.
+    for (uintptr_t c = chunk_of(base); c < base + size; c += sl->arena.chunk_bytes()) {
+      auto it = s.ranges.find(c);
+      if (it != s.ranges.end()) gpu_wait(it->second.ready, use.stream, use.per_thread);
+    }
     Mark e = take_event(s);
-    if (!e.event || !record(e, entry::stream_handle(use.stream, use.per_thread))) r = wait_stream(use.stream, use.per_thread);
-    t.freed = e;
+    if (e.event && record(e, entry::stream_handle(use.stream, use.per_thread))) {
+      tag = s.next_tag++;
+      s.tags[tag] = State::Tagged{e, sl};
+      s.tag_order.push_back(tag);
+    } else {
+      give_event(s, e);
+      r = wait_stream(use.stream, use.per_thread);
+    }
   } else {
-    // Movable memory gets remapped when reused or released: under a queued kernel (on any stream)
-    // that would fault.
+    // A kernel queued on any stream may still use the space, which the next allocation gets.
     r = sync_context();
   }
-  if (r != CUDA_SUCCESS) {
-    give_event(s, t.freed);
-    return r;  // the program keeps it: nothing is known to be safe
+  if (r != CUDA_SUCCESS) return r;  // the program keeps it: nothing is known to be safe
+  policy::Arena::Freed f = sl->arena.give(base - sl->base, tag);
+  for (uint64_t c : f.dead) {
+    bury(s, *sl, c);
+    dead->push_back(sl->chunk_base(c));
   }
-  t.range = std::move(it->second);
-  drop_marks(s, t.range);  // the free is ordered after its uses
-  t.range.in_flight = 0;
-  s.ranges.erase(it);
-  s.retired_device[dev] += t.range.device_bytes();
-  s.retired_total[dev] += t.range.size;
-  s.retired.push_back(std::move(t));
-  if (s.ranges.empty()) {
-    // The program holds no movable memory any more: what was kept for it goes back too.
+  if (std::all_of(s.slabs.begin(), s.slabs.end(), [](const auto& x) { return x->arena.empty(); })) {
     release_all(s);
     return CUDA_SUCCESS;
   }
-  for (size_t k = 0; k < s.retired.size() && s.retired_total[dev] > keep;) {
-    if (s.retired[k].range.dev == dev) {
-      release_one(s, k);
+  for (size_t k = 0; k < s.dead.size() && s.dead_device[dev] > keep;) {
+    auto it = s.ranges.find(s.dead[k]);
+    if (it != s.ranges.end() && it->second.dev == dev && it->second.chunks.front().on_device()) {
+      release_dead(s, k);
     } else {
       ++k;
     }
@@ -588,11 +769,18 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep) {
   return CUDA_SUCCESS;
 }
 
+bool holds_nothing(uintptr_t chunk) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  Slab* sl = slab_of(s, chunk);
+  return !sl || sl->arena.live_in(sl->chunk_at(chunk)) == 0;
+}
+
 uint64_t retired_device_bytes(int dev) {
   if (dev < 0 || dev >= kMaxDevices) return 0;
   State& s = state();
   std::lock_guard lock(s.mu);
-  return s.retired_device[dev];
+  return s.dead_device[dev];
 }
 
 void release_retired(int dev, uint64_t device_bytes) {
@@ -602,14 +790,14 @@ void release_retired(int dev, uint64_t device_bytes) {
   State& s = state();
   std::lock_guard lock(s.mu);
   uint64_t freed = 0;
-  for (size_t k = 0; k < s.retired.size() && freed < device_bytes;) {
-    const Range& range = s.retired[k].range;
-    if (range.dev != dev || range.device_bytes() == 0) {
+  for (size_t k = 0; k < s.dead.size() && freed < device_bytes;) {
+    auto it = s.ranges.find(s.dead[k]);
+    if (it == s.ranges.end() || it->second.dev != dev || !it->second.chunks.front().on_device()) {
       ++k;
       continue;
     }
-    freed += range.device_bytes();
-    release_one(s, k);
+    freed += it->second.size;
+    release_dead(s, k);
   }
 }
 
@@ -632,8 +820,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     CUdeviceptr va() const { return m->base + range->offset_of(i); }
     uint64_t size() const { return range->size_of(i); }
     Chunk& chunk() const { return range->chunks[i]; }
-    // Runs of neighbouring chunks of one range are remapped together (map_span).
-    bool follows(const Slot& prev) const { return range == prev.range && i == prev.i + 1; }
+    // Runs of neighbouring chunks are remapped together (map_span).
+    bool follows(const Slot& prev) const { return range->dev == prev.range->dev && va() == prev.va() + prev.size(); }
   };
   struct Out {
     Slot at;
@@ -759,7 +947,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     for (Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
     // Not under a launch or transfer of another thread's that is between its await and its mark,
     // or work no scan sees: they would find nothing mapped.
-    const bool parks = park && out_run.front()->at.range->in_flight == 0 && s.unscanned_open == 0;
+    const bool parks = park && s.unscanned_open == 0 &&
+                       std::all_of(out_run.begin(), out_run.end(), [](const Out* o) { return o->at.range->in_flight == 0; });
     CUresult m = parks ? CUDA_SUCCESS : map_span(host, out_run.front()->at.range->dev);
     for (Out* o : out_run) {
       Chunk& c = o->at.chunk();
@@ -768,6 +957,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
         c.device = {};
         c.host = o->host;
         c.parked = parks;
+        note_backing(s, o->at.va(), *o->at.range);
         continue;
       }
       // Put the device memory back: it still holds the data.
@@ -826,6 +1016,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       c.host = {};
       c.parked = false;
       c.device = in->device;
+      note_backing(s, in->at.va(), *in->at.range);
     }
     in_run.clear();
   };

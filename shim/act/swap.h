@@ -1,7 +1,7 @@
 #pragma once
-// Movable device memory (GPUMEMSHIM_POLICY=swap): the program gets a reserved virtual range that
-// stays valid for its whole life, backed chunk by chunk either by device memory or by pinned host
-// memory mapped for the device. Under the default order every chunk is always mapped, so every
+// Movable device memory (GPUMEMSHIM_POLICY=swap): the program gets virtual addresses that stay
+// valid for the allocation's whole life, backed chunk by chunk either by device memory or by pinned
+// host memory mapped for the device. Under the default order every chunk is always mapped, so every
 // kernel reads and writes it correctly (host-backed chunks over the link, at 50 GB/s on the H100)
 // and no missed reference can fault or lose data; the residency planner only decides where each
 // chunk should be for speed.
@@ -29,11 +29,13 @@
 // in device memory, may meet a chunk mid-move or parked (stale data or a fault): the price of scan
 // order.
 //
-// Freed ranges are kept, mapped as they are, and handed out again for an allocation that fits: a
-// framework that frees and allocates the same tensors every step (PyTorch with its cudaMallocAsync
-// backend) then pays for no mapping at all, and a stream-ordered free waits for nothing (an event
-// recorded on its stream orders the reuse). Retired ranges give their device memory back first
-// whenever room is needed.
+// Allocations are placed in slabs of the program's address space cut into chunks (policy/arena.h):
+// a chunk is what is backed, mapped and moved, and several allocations share one. Memory the
+// program frees stays mapped where it is, and any later allocation that fits gets it with no
+// driver call: a framework that frees and allocates tensors every step (PyTorch with its
+// cudaMallocAsync backend) then pays for no mapping, and a stream-ordered free waits for nothing
+// (an event recorded on its stream orders the reuse). Chunks that hold nothing live keep their
+// device memory until room is needed: they are the first to give it back.
 #include <cstdint>
 #include <vector>
 
@@ -41,10 +43,10 @@
 
 namespace gms::act::swap {
 
-// The unit of backing: the residency planner's chunk, so its actions map to whole chunks.
+// The unit of backing and of moves (GPUMEMSHIM_SWAP_CHUNK); each chunk is one residency region.
 uint64_t chunk_bytes();
-// What a range of `bytes` takes: rounded up to cuMemCreate's granularity.
-uint64_t reserved_bytes(uint64_t bytes);
+// The chunk that holds `addr` of movable memory: slabs are chunk aligned.
+inline uintptr_t chunk_of(uintptr_t addr) { return addr / chunk_bytes() * chunk_bytes(); }
 
 // How the program asked for memory or gave it back: stream-ordered on `stream`, or not.
 struct Use {
@@ -53,31 +55,43 @@ struct Use {
   bool per_thread = false;  // stream 0 is the per-thread default stream
 };
 
-// Hands out a retired range on `dev` that fits `bytes` best, if one is kept that is at most a
-// quarter (or 2 MiB) larger than needed, with *size set to its reserved size (what the residency planner
-// tracks) and *resident to how many of its first bytes are on the device. Handing out a larger
-// range costs nothing; making a new one costs a mapping, which is slow while copies run (0.5 ms
-// for a range on the H100), and freeing kept ranges for room costs as much again. A
-// stream-ordered use waits for the free on the GPU; one that is not stream-ordered waits here.
-bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, uint64_t* size, uint64_t* resident);
+// A chunk that held nothing live and now holds part of a new allocation: the residency planner
+// tracks it again (on the device or not).
+struct Woken {
+  uintptr_t base = 0;
+  bool on_device = false;
+};
 
-// Reserves a new range of `bytes` on `dev` and backs it with device memory when `on_device`, else
-// with host memory. Out-of-memory and other driver errors leave nothing behind.
-CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device);
+// Places `bytes` in free space on `dev` that the device already backs: no mapping, no driver call
+// but the waits for the frees of that space (on the GPU for a stream-ordered use). False if there
+// is none.
+bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, std::vector<Woken>* woken);
 
-// The program freed the range. A stream-ordered free records an event on its stream; any other
-// waits for the context (a kernel may still use the memory). The range is then kept for reuse;
-// the oldest retired ranges of its device are released while they hold more than `keep` bytes.
-// When the program holds no movable memory any more, everything kept is released.
-CUresult retire(uintptr_t base, const Use& use, uint64_t keep);
+// Device memory a new allocation of `bytes` would need for chunks with no backing yet.
+uint64_t backing_needed(uint64_t bytes, int dev);
 
-// Device memory held by the retired ranges of `dev`.
+// Places `bytes` in free space over chunks backed by the device or by nothing, backing the latter
+// with device memory when `on_device`, else with host memory; a new slab of at least `slab_bytes`
+// of address space when none has room. Out-of-memory and other driver errors leave nothing behind.
+CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const Use& use, uint64_t slab_bytes,
+                std::vector<Woken>* woken);
+
+// The program freed the allocation at `base`. A stream-ordered free records an event on its stream
+// that the next user of the space waits for; any other waits for the context. Chunks left with
+// nothing live (`dead`) keep their memory, the oldest given back while those on the device hold
+// more than `keep` bytes; when the program holds no movable memory any more, everything goes.
+CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintptr_t>* dead);
+// Whether the chunk holds nothing live (it is not a residency region then).
+bool holds_nothing(uintptr_t chunk);
+
+// Device memory held by chunks of `dev` with nothing live.
 uint64_t retired_device_bytes(int dev);
-// Releases the oldest retired ranges of `dev` until at least `device_bytes` of device memory have
-// been given back (or none are left).
+// Gives back the device memory of the oldest such chunks of `dev` until at least `device_bytes`
+// are back (or none are left).
 void release_retired(int dev, uint64_t device_bytes);
 
-// One of a launch's moves: the chunks covering [base + offset, base + offset + bytes).
+// One of a launch's moves: the chunks covering [base + offset, base + offset + bytes) (base: a
+// chunk's; a residency region is one chunk).
 struct Move {
   uintptr_t base = 0;
   uint64_t offset = 0;
@@ -92,7 +106,7 @@ struct Move {
 // prefetches) overlap them. Chunks already where they should be stay.
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
-// GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the ranges at `bases`. Before it: its
+// GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the chunks at `bases`. Before it: its
 // stream waits for copies in still under way into them, and parked chunks are mapped. After it
 // (`launched` or not, always once after await_ready): it is their last use on its stream, which
 // moves of their chunks wait for. `unmarked`: the launch also used ranges not listed; the next

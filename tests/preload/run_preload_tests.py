@@ -769,7 +769,8 @@ class PreloadSwap(PreloadCase):
     """(n) Movable memory: progs/swap.cc checks the calls that reach the stand-in driver and every
     byte through the moves; this checks the shim's statistics."""
 
-    ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "256M"}
+    ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "256M",
+           "GPUMEMSHIM_SWAP_CHUNK": "4M"}
 
     def test_swap(self):
         run = self.run_program("swap", env=self.ENV)
@@ -777,9 +778,9 @@ class PreloadSwap(PreloadCase):
         s = self.only_stats(run)
         d = s["decisions"]
         self.assertEqual((d["converted_swap"]["calls"], d["converted_swap"]["bytes"]), (11, 170 * MiB),
-                         "a, b, c, d, e, f, x, y, z (4 and 2 MiB), big")
-        # The first z gets y's 6 MiB range.
-        self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (4, 18 * MiB), "d, e, f, z")
+                         "a, b, c, d, e, f, x, y, z, w, big")
+        # z and w get the space y had.
+        self.assertEqual((d["swap_reused"]["calls"], d["swap_reused"]["bytes"]), (5, 18 * MiB), "d, e, f, z, w")
         self.assertEqual((d["prefetched"]["calls"], d["prefetched"]["bytes"]), (2, 8 * MiB), "a, then b")
         self.assertEqual((d["evicted"]["calls"], d["evicted"]["bytes"]), (4, 16 * MiB), "a, b, c, then x for y")
         self.assertEqual(d["converted_managed"]["calls"], 0)
@@ -790,9 +791,10 @@ class PreloadSwap(PreloadCase):
         self.assertIn("swap scan ok", run.stdout)
         d = self.only_stats(run)["decisions"]
         # In: b, a, b (for a copy), then what the last copies and the memset need; out: one more
-        # (c, made over the budget). Then d, e, f: d out for f, and the checks of d and e bring
-        # them back in, each evicting the least recently used.
-        self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 2, 6 + 3))
+        # (c, made over the budget). Then d, e, f: d out for f, and the checks of d, e and f bring
+        # each back in, evicting the least recently used (e and f, used by the same launch, in
+        # address order: e first).
+        self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 3, 6 + 4))
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):

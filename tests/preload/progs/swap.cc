@@ -1,18 +1,21 @@
 // Movable memory (GPUMEMSHIM_POLICY=swap) over the stand-in driver, whose virtual memory calls map
-// real shared memory, so a remap that lost data would show. Run with GPUMEMSHIM_DEVICE_LIMIT=8M and a
-// managed cap. Checks what reaches the driver and that every byte survives the moves:
-// - an allocation is a reserved range backed by device memory (cuMemCreate, cuMemMap); past the
-//   budget the least recently used range is evicted to make room; never cuMemAlloc or managed memory;
+// real shared memory, so a remap that lost data would show. Run with GPUMEMSHIM_DEVICE_LIMIT=8M,
+// GPUMEMSHIM_SWAP_CHUNK=4M and a managed cap. Checks what reaches the driver and that every byte
+// survives the moves:
+// - an allocation lies in chunks of a reserved slab backed by device memory (cuMemCreate,
+//   cuMemMap); past the budget the least recently used chunk is evicted to make room; never
+//   cuMemAlloc or managed memory;
 // - a launch that references a host-backed range brings it in and evicts the least recently used
 //   range, together: one context synchronisation before the copies and remaps, each chunk's copy
 //   out waited for (an event) just before its remap, and the evicted device memory backs the range
 //   brought in;
 // - a kernel reads and writes the range wherever it is;
-// - a stream-ordered free waits for nothing, and an allocation of the same size gets the range back:
+// - a stream-ordered free waits for nothing, and the next allocation gets the space back:
 //   stream-ordered after a GPU-side wait for the free, and through a plain allocation after a
-//   host-side wait; so does a smaller one, when the range is at most a quarter (or 2 MiB) larger;
-// - freeing the last range unmaps and releases everything;
-// - a range of several chunks is mapped with one access call.
+//   host-side wait;
+// - freeing the last allocation unmaps and releases everything;
+// - freed space is handed out for any allocations that fit in it, with no mapping;
+// - an allocation of several chunks is mapped with one access call.
 // The runner checks the shim's statistics.
 #include "swap_common.h"
 
@@ -110,44 +113,46 @@ int main() {
     CK(cuMemFree(c));
     CHECK(unmap.added() == 0);  // kept for reuse
     CK(cuMemFree(f));
-    // With the last, the three ranges (two on the device, c on the host), the side ranges of the
-    // two device chunks (both were copied) and the two spare host chunks with their ranges.
+    // With the last, the three chunks (two on the device, c's on the host), the side ranges of
+    // the two device chunks (both were copied), the two spare host chunks with their ranges, and
+    // the slab.
     CHECK(unmap.added() == 3 + 2 + 2);
     CHECK(release.added() == 2 + 2);
-    CHECK(free_va.added() == 3 + 2 + 2);
+    CHECK(free_va.added() == 1 + 2 + 2);
   }
 
-  // A freed range is handed out for a smaller allocation when it is at most a quarter or 2 MiB
-  // larger than needed (6 MiB for 4, no mapping), not when more of it would be wasted (6 for 2).
+  // Freed space goes to whatever fits in it: 6 MiB (two chunks, the older x evicted for room)
+  // make room for 4 and then 2 MiB, with no mapping.
   {
-    CUdeviceptr x = 0, y = 0, z = 0;
-    CK(cuMemAlloc(&x, 4 * MiB));  // something held, so that the freed ranges are kept
+    CUdeviceptr x = 0, y = 0, z = 0, w = 0;
+    CK(cuMemAlloc(&x, 4 * MiB));  // something held, so that the freed space is kept
+    put(x, 6);
     CK(cuMemAlloc(&y, 6 * MiB));
     CK(cuMemFree(y));
-    Count create("cuMemCreate"), map("cuMemMap"), reserve("cuMemAddressReserve");
+    Count create("cuMemCreate"), map("cuMemMap"), reserve("cuMemAddressReserve"), unmap("cuMemUnmap");
     CK(cuMemAlloc(&z, 4 * MiB));
     CHECK(z == y);
-    CHECK(create.added() == 0 && map.added() == 0 && reserve.added() == 0);
+    CK(cuMemAlloc(&w, 2 * MiB));
+    CHECK(w == y + 4 * MiB);  // the rest of y's second chunk
+    CHECK(create.added() == 0 && map.added() == 0 && reserve.added() == 0 && unmap.added() == 0);
     put(z, 5);
     CHECK(holds(z, 5, 0));
+    CHECK(holds(x, 6, 0));  // evicted for y, and still whole
     CK(cuMemFree(z));
-    CK(cuMemAlloc(&z, 2 * MiB));
-    CHECK(z != y);
-    CHECK(reserve.added() == 1);
-    CK(cuMemFree(z));
+    CK(cuMemFree(w));
     CK(cuMemFree(x));
   }
 
-  // A range of several chunks (64 + 64 + 2 MiB), too large for the budget: host chunks, each mapped,
+  // An allocation of many chunks (33 of 4 MiB), too large for the budget: host chunks, each mapped,
   // with one call giving the device access to all of them (the driver charges per call).
   {
     Count create("cuMemCreate"), map("cuMemMap"), access("cuMemSetAccess");
     CUdeviceptr big = 0;
     CK(cuMemAlloc(&big, 130 * MiB));
-    // Each host chunk is mapped at a side range of its own, then into the program's range.
-    CHECK(create.added() == 3 && map.added() == 3 + 3);
-    CHECK(access.added() == 3 + 1);  // the side ranges, then all of the program's range at once
-    put(big + 126 * MiB, 4);         // across the second and third chunks
+    // Each host chunk is mapped at a side range of its own, then into the program's slab.
+    CHECK(create.added() == 33 && map.added() == 33 + 33);
+    CHECK(access.added() == 33 + 1);  // the side ranges, then all of the program's memory at once
+    put(big + 126 * MiB, 4);          // across the 32nd and 33rd chunks
     CHECK(holds(big + 126 * MiB, 4, 0));
     CK(cuMemFree(big));
   }
