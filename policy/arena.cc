@@ -12,7 +12,7 @@ Arena::Arena(const Config& c) : cfg_(c) {
   cfg_.chunk = cfg_.chunk / cfg_.granule * cfg_.granule;
   live_in_.assign(cfg_.chunks, 0);
   backing_.assign(cfg_.chunks, Backing::none);
-  if (cfg_.chunks) free_[0] = Piece{cfg_.chunks * cfg_.chunk, {}};
+  for (uint64_t c = 0; c < cfg_.chunks; ++c) free_[c * cfg_.chunk] = Piece{cfg_.chunk, {}};
 }
 
 Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
@@ -22,8 +22,11 @@ Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
   if (need < bytes) return best;
   uint64_t best_len = 0;
   auto fits = [&](Backing b) { return b == Backing::device || (!device_only && b == Backing::none); };
-  for (const auto& [at, piece] : free_) {
-    const uint64_t end = at + piece.size;
+  for (auto it = free_.begin(); it != free_.end();) {
+    // A run of adjacent free pieces (they never cross a chunk boundary).
+    const uint64_t at = it->first;
+    uint64_t end = at + it->second.size;
+    for (++it; it != free_.end() && it->first == end; ++it) end += it->second.size;
     // Runs of the piece over chunks that may take it: a host-backed chunk splits the piece.
     for (uint64_t a = at; a < end;) {
       uint64_t b = a;
@@ -79,28 +82,42 @@ void Arena::add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint6
 }
 
 bool Arena::take(uint64_t offset, uint64_t size, Grant* g) {
-  if (size == 0 || offset % cfg_.granule || size % cfg_.granule) return false;
-  auto it = free_.upper_bound(offset);
-  if (it == free_.begin()) return false;
-  --it;
-  const uint64_t at = it->first, end = at + it->second.size;
-  if (offset + size > end || offset + size < offset) return false;
-  Piece piece = std::move(it->second);
-  free_.erase(it);
+  if (size == 0 || offset % cfg_.granule || size % cfg_.granule || offset + size < offset) return false;
+  const uint64_t end = offset + size;
+  auto first = free_.upper_bound(offset);
+  if (first == free_.begin()) return false;
+  --first;
+  if (first->first + first->second.size <= offset) return false;
+  // Every byte must be free: the pieces from `first` on are adjacent up to `end`.
+  auto last = first;
+  for (uint64_t reach = first->first + first->second.size; reach < end; reach += last->second.size) {
+    if (++last == free_.end() || last->first != reach) return false;
+  }
   *g = Grant{};
-  g->waits = piece.tags;
-  // What is left on either side keeps the tags (its space is just as unsettled).
-  if (offset > at) {
-    Piece& left = free_[at];
-    left.size = offset - at;
-    add_tags(left.tags, piece.tags);
+  std::vector<std::pair<uint64_t, Piece>> rests;  // what is left on either side keeps its tags
+  for (auto it = first;; ++it) {
+    for (Tag t : it->second.tags) {
+      if (std::find(g->waits.begin(), g->waits.end(), t) == g->waits.end()) g->waits.push_back(t);
+    }
+    if (it == last) break;
   }
-  if (offset + size < end) {
-    Piece& right = free_[offset + size];
-    right.size = end - offset - size;
-    add_tags(right.tags, piece.tags);
+  if (first->first < offset) rests.emplace_back(first->first, Piece{offset - first->first, first->second.tags});
+  const uint64_t last_end = last->first + last->second.size;
+  if (last_end > end) rests.emplace_back(end, Piece{last_end - end, last->second.tags});
+  for (auto it = first;;) {
+    const bool at_last = it == last;
+    unref(it->second.tags, nullptr);
+    it = free_.erase(it);
+    if (at_last) break;
   }
-  unref(piece.tags, &g->dropped);
+  for (auto& [at, piece] : rests) {
+    Piece& p = free_[at];
+    p.size = piece.size;
+    add_tags(p.tags, piece.tags);
+  }
+  for (Tag t : g->waits) {
+    if (!refs_.count(t)) g->dropped.push_back(t);
+  }
   live_[offset] = size;
   add_live(offset, size, +1, &g->woken);
   return true;
@@ -114,24 +131,28 @@ Arena::Freed Arena::give(uint64_t offset, Tag tag) {
   f.size = it->second;
   live_.erase(it);
   add_live(offset, f.size, -1, &f.dead);
-  Piece piece{f.size, {}};
-  if (tag) add_tags(piece.tags, {tag});
-  uint64_t at = offset;
-  auto next = free_.find(offset + f.size);
-  if (next != free_.end()) {
-    add_tags(piece.tags, next->second.tags);
-    unref(next->second.tags, nullptr);
-    piece.size += next->second.size;
-    free_.erase(next);
-  }
-  auto prev = free_.lower_bound(offset);
-  if (prev != free_.begin() && (--prev, prev->first + prev->second.size == offset)) {
-    at = prev->first;
-    add_tags(prev->second.tags, piece.tags);
-    unref(piece.tags, nullptr);
-    prev->second.size += piece.size;
-  } else {
-    free_[at] = std::move(piece);
+  // One piece per chunk, each merged with its free neighbours in the same chunk: the frees a
+  // chunk's space waits for are then its own, not its neighbours' (a chunk's memory goes back
+  // once they are over).
+  for (uint64_t c = first_chunk(offset); c <= last_chunk(offset, f.size); ++c) {
+    uint64_t lo = std::max(offset, c * cfg_.chunk), hi = std::min(offset + f.size, (c + 1) * cfg_.chunk);
+    Piece piece{hi - lo, {}};
+    if (tag) add_tags(piece.tags, {tag});
+    auto next = free_.find(hi);
+    if (next != free_.end() && hi % cfg_.chunk != 0) {
+      add_tags(piece.tags, next->second.tags);
+      unref(next->second.tags, nullptr);
+      piece.size += next->second.size;
+      free_.erase(next);
+    }
+    auto prev = free_.lower_bound(lo);
+    if (lo % cfg_.chunk != 0 && prev != free_.begin() && (--prev, prev->first + prev->second.size == lo)) {
+      add_tags(prev->second.tags, piece.tags);
+      unref(piece.tags, nullptr);
+      prev->second.size += piece.size;
+    } else {
+      free_[lo] = std::move(piece);
+    }
   }
   return f;
 }

@@ -87,7 +87,7 @@ class Arena {
   void add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed);
 
   Config cfg_;
-  std::map<uint64_t, Piece> free_;       // offset -> free run; neighbours always merged
+  std::map<uint64_t, Piece> free_;       // offset -> free run, within one chunk; merged there
   std::map<uint64_t, uint64_t> live_;    // offset -> size
   std::vector<uint64_t> live_in_;        // live bytes per chunk
   std::vector<Backing> backing_;

@@ -153,6 +153,27 @@ TEST(Arena, TheUseOfFreedSpaceWaitsForTheFreesItCovers) {
   EXPECT_TRUE(g.waits.empty());
 }
 
+TEST(Arena, AChunksSpaceWaitsOnlyForTheFreesInIt) {
+  // Neighbouring chunks freed at different times: the older one's memory can go back once its own
+  // free is over, without waiting for the newer one's.
+  Arena a = make(2);
+  uint64_t x = alloc(a, 8 * MiB, false), y = alloc(a, 8 * MiB, false);
+  a.give(x, 1);
+  a.give(y, 2);
+  EXPECT_EQ(a.tags_in(0), std::vector<Arena::Tag>{1});
+  EXPECT_EQ(a.tags_in(1), std::vector<Arena::Tag>{2});
+  // Space across both still goes out as one run, waiting for both.
+  Arena::Grant g;
+  EXPECT_EQ(alloc(a, 12 * MiB, false, &g), 0u);
+  EXPECT_EQ(g.waits, (std::vector<Arena::Tag>{1, 2}));
+  EXPECT_EQ(g.dropped, std::vector<Arena::Tag>{1}) << "the rest of chunk 1 still carries 2";
+  EXPECT_EQ(a.tags_in(1), std::vector<Arena::Tag>{2});
+  // An allocation across the boundary, freed, leaves its tag in both chunks.
+  a.give(0, 3);
+  EXPECT_EQ(a.tags_in(0), std::vector<Arena::Tag>{3});
+  EXPECT_EQ(a.tags_in(1), (std::vector<Arena::Tag>{3, 2}));
+}
+
 TEST(Arena, TakeRefusesSpaceThatIsNotFree) {
   Arena a = make(2);
   Arena::Grant g;
