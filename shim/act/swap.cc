@@ -437,9 +437,21 @@ policy::Arena::Backing backing_of(const Range& r) {
   return c.on_device() ? policy::Arena::Backing::device : c.host.handle ? policy::Arena::Backing::host : policy::Arena::Backing::none;
 }
 
-// Tells the chunk's slab how it is backed now (after a move).
+// Tells the chunk's slab how it is backed now (after a move). A chunk whose last allocation was
+// freed after its move was planned may still be moved: its device memory is counted as it is.
 void note_backing(State& s, uintptr_t chunk, const Range& r) {
-  if (Slab* sl = slab_of(s, chunk)) sl->arena.set_backing(sl->chunk_at(chunk), backing_of(r));
+  Slab* sl = slab_of(s, chunk);
+  if (!sl) return;
+  const uint64_t c = sl->chunk_at(chunk);
+  const bool was = sl->arena.backing(c) == policy::Arena::Backing::device, now = r.chunks.front().on_device();
+  if (sl->arena.live_in(c) == 0 && was != now) {
+    if (now) {
+      s.dead_device[sl->dev] += r.size;
+    } else {
+      s.dead_device[sl->dev] -= r.size;
+    }
+  }
+  sl->arena.set_backing(c, backing_of(r));
 }
 
 void drop_tag(State& s, Tag t) {
