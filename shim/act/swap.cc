@@ -55,8 +55,9 @@ struct Mark {
   int dev = 0;
 };
 
+// One chunk of a slab, backed (policy/arena.h): the unit that is mapped, moved and tracked.
 struct Range {
-  uint64_t size = 0;  // reserved bytes (rounded up)
+  uint64_t size = 0;  // chunk_bytes()
   int dev = 0;
   std::vector<Chunk> chunks;
   // GPUMEMSHIM_SWAP_ORDER=scan: the last launch on each stream that the scan saw use the range,
