@@ -184,6 +184,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       if (swap_reused) {
         r = CUDA_SUCCESS;
       } else {
+        // Asked first, then placed: room is made (evictions) outside the swap lock, which moves take.
         const uint64_t need = swap::backing_needed(req.bytes, dev);
         swap_on_device = need == 0 || room_for_swap(dev, need);
         // Address space for all the movable memory the budget and the managed cap allow, twice

@@ -59,7 +59,7 @@ struct Mark {
 struct Range {
   uint64_t size = 0;  // chunk_bytes()
   int dev = 0;
-  std::vector<Chunk> chunks;
+  Chunk chunk;
   // GPUMEMSHIM_SWAP_ORDER=scan: the last launch on each stream that the scan saw use the range,
   // and the copies in that launches must wait for. A move waits for these instead of the context.
   std::vector<Mark> uses;
@@ -67,8 +67,6 @@ struct Range {
   // Launches and transfers between their await_ready and their mark: another thread's round must
   // not park the range under them (they would fault, not read the host copy).
   int in_flight = 0;
-  uint64_t offset_of(size_t i) const { return i * chunk_bytes(); }
-  uint64_t size_of(size_t i) const { return std::min(chunk_bytes(), size - offset_of(i)); }
 };
 
 using Tag = policy::Arena::Tag;
@@ -387,41 +385,36 @@ void gpu_wait(const Mark& m, CUstream stream, bool per_thread) {
   }
 }
 
-// Maps the host memory of the range's parked chunks into it, in runs of neighbours. A chunk that
+// Maps the host memory of the parked chunks among `bases` back at their place in the program's
+// slab, in runs of neighbours (one access call each: the driver charges per call). A chunk that
 // cannot be mapped stays parked: a kernel that reaches it faults.
-void map_parked(uintptr_t base, Range& range) {
+void map_parked(State& s, std::vector<uintptr_t>& bases) {
+  std::sort(bases.begin(), bases.end());
   std::vector<Piece> run;
-  std::vector<Chunk*> chunks;
+  std::vector<Range*> ranges;
   auto flush = [&] {
     if (run.empty()) return;
-    CUresult r = map_span(run, range.dev);
+    CUresult r = map_span(run, ranges.front()->dev);
     if (r == CUDA_SUCCESS) {
-      for (Chunk* c : chunks) c->parked = false;
+      for (Range* range : ranges) range->chunk.parked = false;
     } else {
-      uint64_t n = 0;
-      for (const Piece& p : run) n += p.size;
       Line l;
-      l.str("swap: could not map ").bytes(n).str(" of host memory at ").hex(run.front().va).str(" (CUresult ").i64(r)
-          .str("): a kernel that uses it will fault");
+      l.str("swap: could not map ").bytes(run.size() * run.front().size).str(" of host memory at ").hex(run.front().va)
+          .str(" (CUresult ").i64(r).str("): a kernel that uses it will fault");
       log(LogLevel::error, l);
     }
     run.clear();
-    chunks.clear();
+    ranges.clear();
   };
-  for (size_t i = 0; i < range.chunks.size(); ++i) {
-    Chunk& c = range.chunks[i];
-    if (!c.parked) {
-      flush();
-      continue;
-    }
-    run.push_back({static_cast<CUdeviceptr>(base + range.offset_of(i)), range.size_of(i), c.host.handle});
-    chunks.push_back(&c);
+  for (uintptr_t base : bases) {
+    auto it = s.ranges.find(base);
+    if (it == s.ranges.end() || !it->second.chunk.parked) continue;
+    Range& range = it->second;
+    if (!run.empty() && (run.back().va + run.back().size != base || ranges.back()->dev != range.dev)) flush();
+    run.push_back({static_cast<CUdeviceptr>(base), range.size, range.chunk.host.handle});
+    ranges.push_back(&range);
   }
   flush();
-}
-
-bool any_parked(const Range& range) {
-  return std::any_of(range.chunks.begin(), range.chunks.end(), [](const Chunk& c) { return c.parked; });
 }
 
 // --- Where allocations go: slabs, the chunks with nothing live, the frees still in flight ---
@@ -434,7 +427,7 @@ Slab* slab_of(State& s, uintptr_t a) {
 }
 
 policy::Arena::Backing backing_of(const Range& r) {
-  const Chunk& c = r.chunks.front();
+  const Chunk& c = r.chunk;
   return c.on_device() ? policy::Arena::Backing::device : c.host.handle ? policy::Arena::Backing::host : policy::Arena::Backing::none;
 }
 
@@ -444,7 +437,7 @@ void note_backing(State& s, uintptr_t chunk, const Range& r) {
   Slab* sl = slab_of(s, chunk);
   if (!sl) return;
   const uint64_t c = sl->chunk_at(chunk);
-  const bool was = sl->arena.backing(c) == policy::Arena::Backing::device, now = r.chunks.front().on_device();
+  const bool was = sl->arena.backing(c) == policy::Arena::Backing::device, now = r.chunk.on_device();
   if (sl->arena.live_in(c) == 0 && was != now) {
     if (now) {
       s.dead_device[sl->dev] += r.size;
@@ -509,7 +502,7 @@ void wait_frees(State& s, const policy::Arena::Grant& g, const Use& use) {
 // Unmaps a chunk (unless parked) and gives its memory back; false (and a leak, rather than reusing
 // mapped memory) when the unmap fails.
 bool unback(State& s, uintptr_t base, Range& range) {
-  Chunk& c = range.chunks.front();
+  Chunk& c = range.chunk;
   if (!c.parked && call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size)) != CUDA_SUCCESS) {
     return false;
   }
@@ -526,7 +519,7 @@ void release_dead(State& s, size_t k) {
   if (!sl || it == s.ranges.end()) return;
   const uint64_t c = sl->chunk_at(base);
   settle_chunk(s, *sl, c);
-  if (it->second.chunks.front().on_device()) s.dead_device[sl->dev] -= it->second.size;
+  if (it->second.chunk.on_device()) s.dead_device[sl->dev] -= it->second.size;
   if (!unback(s, base, it->second)) return;
   s.ranges.erase(it);
   sl->arena.set_backing(c, policy::Arena::Backing::none);
@@ -539,7 +532,7 @@ void release_dead_hosts(State& s) {
   for (size_t k = 0; k < s.dead.size();) {
     auto it = s.ranges.find(s.dead[k]);
     Slab* sl = slab_of(s, s.dead[k]);
-    if (it != s.ranges.end() && sl && !it->second.chunks.front().on_device() && sl->arena.tags_in(sl->chunk_at(s.dead[k])).empty()) {
+    if (it != s.ranges.end() && sl && !it->second.chunk.on_device() && sl->arena.tags_in(sl->chunk_at(s.dead[k])).empty()) {
       release_dead(s, k);
     } else {
       ++k;
@@ -554,7 +547,7 @@ void bury(State& s, Slab& sl, uint64_t c) {
   drop_marks(s, it->second);  // the frees were ordered after their uses
   it->second.in_flight = 0;
   s.dead.push_back(it->first);
-  if (it->second.chunks.front().on_device()) s.dead_device[sl.dev] += it->second.size;
+  if (it->second.chunk.on_device()) s.dead_device[sl.dev] += it->second.size;
 }
 
 // The chunks of `g` that held nothing live: off the dead list, to be tracked again.
@@ -563,7 +556,7 @@ void wake(State& s, Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>*
     const uintptr_t base = sl.chunk_base(c);
     auto it = s.ranges.find(base);
     if (it == s.ranges.end()) continue;
-    const bool on_device = it->second.chunks.front().on_device();
+    const bool on_device = it->second.chunk.on_device();
     auto d = std::find(s.dead.begin(), s.dead.end(), base);
     if (d != s.dead.end()) {
       s.dead.erase(d);
@@ -716,7 +709,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
     Range range;
     range.size = chunk;
     range.dev = dev;
-    range.chunks.push_back(ch);
+    range.chunk = ch;
     s.ranges.emplace(sl->chunk_base(c), std::move(range));
     sl->arena.set_backing(c, on_device ? policy::Arena::Backing::device : policy::Arena::Backing::host);
   }
@@ -773,7 +766,7 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintp
   }
   for (size_t k = 0; k < s.dead.size() && s.dead_device[dev] > keep;) {
     auto it = s.ranges.find(s.dead[k]);
-    if (it != s.ranges.end() && it->second.dev == dev && it->second.chunks.front().on_device()) {
+    if (it != s.ranges.end() && it->second.dev == dev && it->second.chunk.on_device()) {
       release_dead(s, k);
     } else {
       ++k;
@@ -805,7 +798,7 @@ void release_retired(int dev, uint64_t device_bytes) {
   uint64_t freed = 0;
   for (size_t k = 0; k < s.dead.size() && freed < device_bytes;) {
     auto it = s.ranges.find(s.dead[k]);
-    if (it == s.ranges.end() || it->second.dev != dev || !it->second.chunks.front().on_device()) {
+    if (it == s.ranges.end() || it->second.dev != dev || !it->second.chunk.on_device()) {
       ++k;
       continue;
     }
@@ -825,14 +818,13 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     say(what, r, n);
     if (m.result == CUDA_SUCCESS) m.result = r;
   };
-  // A chunk to move, where it sits in the program's range.
+  // A chunk to move, where it sits in the program's slab.
   struct Slot {
     Move* m;
     Range* range;
-    size_t i;
-    CUdeviceptr va() const { return m->base + range->offset_of(i); }
-    uint64_t size() const { return range->size_of(i); }
-    Chunk& chunk() const { return range->chunks[i]; }
+    CUdeviceptr va() const { return m->base; }
+    uint64_t size() const { return range->size; }
+    Chunk& chunk() const { return range->chunk; }
     // Runs of neighbouring chunks are remapped together (map_span).
     bool follows(const Slot& prev) const { return range->dev == prev.range->dev && va() == prev.va() + prev.size(); }
   };
@@ -856,24 +848,20 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       continue;
     }
     Range& range = it->second;
-    size_t from = m.offset / chunk_bytes();
-    size_t to = std::min(range.chunks.size(), static_cast<size_t>((m.offset + m.bytes + chunk_bytes() - 1) / chunk_bytes()));
-    for (size_t i = from; i < to; ++i) {
-      Slot at{&m, &range, i};
-      if (m.to_device) {
-        if (!at.chunk().on_device()) ins.push_back({at, {}, at.chunk().parked});
-        continue;
-      }
-      if (!at.chunk().on_device()) continue;
-      Backing h;
-      CUresult r = give_side(at.chunk().device);
-      if (r == CUDA_SUCCESS) r = take_host(s, at.size(), range.dev, &h);
-      if (r != CUDA_SUCCESS) {
-        fail(m, "eviction", r, at.size());
-        continue;
-      }
-      outs.push_back({at, h, {}});
+    Slot at{&m, &range};  // a region is one chunk: a move is all of it
+    if (m.to_device) {
+      if (!range.chunk.on_device()) ins.push_back({at, {}, range.chunk.parked});
+      continue;
     }
+    if (!range.chunk.on_device()) continue;
+    Backing h;
+    CUresult r = give_side(range.chunk.device);
+    if (r == CUDA_SUCCESS) r = take_host(s, range.size, range.dev, &h);
+    if (r != CUDA_SUCCESS) {
+      fail(m, "eviction", r, range.size);
+      continue;
+    }
+    outs.push_back({at, h, {}});
   }
   if (outs.empty() && ins.empty()) return;
 
@@ -1122,9 +1110,11 @@ void finish_copies() {
   State& s = state();
   std::lock_guard lock(s.mu);
   ++s.unscanned_open;
+  std::vector<uintptr_t> parked;
   for (auto& [base, range] : s.ranges) {
-    if (any_parked(range)) map_parked(base, range);
+    if (range.chunk.parked) parked.push_back(base);
   }
+  map_parked(s, parked);
   for (Mark& last : s.copies) {
     if (last.event && call_real(GMS_REAL(cuEventQuery), last.event) == CUDA_ERROR_NOT_READY) {
       Timed t(Timing::swap_wait_ns);
@@ -1147,12 +1137,13 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
   entry::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
+  std::vector<uintptr_t> parked;  // left where they are, read over the link
   for (size_t k = 0; k < n; ++k) {
     const uintptr_t base = bases[k];
     auto it = s.ranges.find(base);
     if (it == s.ranges.end()) continue;
     ++it->second.in_flight;  // until its mark
-    if (any_parked(it->second)) map_parked(base, it->second);  // left where it is, read over the link
+    if (it->second.chunk.parked) parked.push_back(base);
     if (!it->second.ready.event) continue;
     Mark& ready = it->second.ready;
     CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);
@@ -1162,6 +1153,7 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
       call_real(GMS_REAL(cuEventSynchronize), ready.event);
     }
   }
+  map_parked(s, parked);
 }
 
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched) {

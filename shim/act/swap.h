@@ -90,14 +90,12 @@ uint64_t retired_device_bytes(int dev);
 // are back (or none are left).
 void release_retired(int dev, uint64_t device_bytes);
 
-// One of a launch's moves: the chunks covering [base + offset, base + offset + bytes) (base: a
-// chunk's; a residency region is one chunk).
+// One of a launch's moves: the chunk at `base` (a residency region is one chunk), `bytes` long.
 struct Move {
   uintptr_t base = 0;
-  uint64_t offset = 0;
   uint64_t bytes = 0;
   bool to_device = false;
-  CUresult result = CUDA_SUCCESS;  // out: the first error; chunks not moved keep their data
+  CUresult result = CUDA_SUCCESS;  // out: the first error; a chunk not moved keeps its data
 };
 // Carries out `moves` together. Context order: one context synchronisation, the copies on
 // `stream` and a wait for them. Scan order: a wait for the launches that used the ranges, the
