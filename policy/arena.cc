@@ -27,7 +27,7 @@ Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
     const uint64_t at = it->first;
     uint64_t end = at + it->second.size;
     for (++it; it != free_.end() && it->first == end; ++it) end += it->second.size;
-    // Runs of the piece over chunks that may take it: a host-backed chunk splits the piece.
+    // Stretches of the run over chunks that may take it: a host-backed chunk splits the run.
     for (uint64_t a = at; a < end;) {
       uint64_t b = a;
       while (b < end && fits(backing_[b / cfg_.chunk])) b = std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk);
@@ -39,7 +39,7 @@ Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
           if (start + need > b || (start != a && need < cfg_.chunk)) continue;
           uint64_t unbacked = 0;
           for (uint64_t c = first_chunk(start); c <= last_chunk(start, need); ++c) unbacked += backing_[c] == Backing::none;
-          if (!best.ok || std::tuple(unbacked, b - a, start != aligned, start) <
+          if (!best.ok || std::tuple(unbacked, b - a, start % cfg_.chunk != 0, start) <
                               std::tuple(best.unbacked, best_len, best.offset % cfg_.chunk != 0, best.offset)) {
             best = Spot{true, start, need, unbacked};
             best_len = b - a;
