@@ -76,16 +76,20 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   return r;
 }
 
-// Whether a new movable range of `bytes` can be made on the device: within the budget once freed
-// ranges kept for reuse, then the least recently used memory, have made room.
-bool room_for_swap(int dev, uint64_t bytes) {
+// Room on the device for `bytes` more of movable memory, within the budget: freed chunks kept for
+// reuse go first, then (with `evict`) evictions of the least recently used memory.
+enum class Room { now, after_evictions, never };
+Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const uint64_t limit = device_limit(dev);
   auto taken = [&] { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); };
-  if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return false;  // could never fit
+  if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
   auto over = [&] { uint64_t t = taken() + bytes; return t > limit ? t - limit : 0; };
   if (over()) swap::release_retired(dev, over());
-  if (over()) residency_make_room(dev, bytes);
-  return over() == 0;
+  if (over() == 0) return Room::now;
+  if (options().prefetch == Prefetch::off) return Room::never;  // the planner moves nothing then
+  if (!evict) return Room::after_evictions;
+  residency_make_room(dev, bytes);
+  return over() == 0 ? Room::now : Room::never;
 }
 
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
@@ -186,11 +190,24 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       } else {
         // Asked first, then placed: room is made (evictions) outside the swap lock, which moves take.
         const uint64_t need = swap::backing_needed(req.bytes, dev);
-        swap_on_device = need == 0 || room_for_swap(dev, need);
+        Room room = need == 0 ? Room::now : room_for_swap(dev, need, false);
         // Address space for all the movable memory the budget and the managed cap allow, twice
         // over for room between allocations: one slab, normally.
         const uint64_t slab = 2 * (device_limit(dev) + cfg.managed_limit);
-        r = swap::create(out, req.bytes, dev, swap_on_device, use, slab, &woken);
+        r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
+        if (room == Room::after_evictions) {
+          // Mapped before the evictions that make its room start copying to the host: while such
+          // copies run, cuMemSetAccess takes about 15 ms per GiB on the H100, 1 ms with none
+          // (tools/dev/vmm_access2.cu measures it). The card holds the new chunks meanwhile, as it
+          // holds evicted memory until its copy is over; when it is full, the evictions go first.
+          if (r == CUDA_SUCCESS) {
+            room_for_swap(dev, need, true);
+          } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            room = room_for_swap(dev, need, true);
+            r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
+          }
+        }
+        swap_on_device = room != Room::never;
         if (r == CUDA_ERROR_OUT_OF_MEMORY && swap_on_device) {
           // The card is fuller than the budget says (other processes): the host then.
           swap_on_device = false;

@@ -793,8 +793,9 @@ class PreloadSwap(PreloadCase):
         # In: b, a, b (for a copy), then what the last copies and the memset need; out: one more
         # (c, made over the budget). Then d, e, f: d out for f, and the checks of d, e and f bring
         # each back in, evicting the least recently used (e and f, used by the same launch, in
-        # address order: e first).
-        self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 3, 6 + 4))
+        # address order: e first). Then g, h, k on a full card: g out for k, and the checks of g,
+        # h and k bring each back in, evicting the least recently used (h, k, g).
+        self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 3 + 3, 6 + 4 + 4))
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):

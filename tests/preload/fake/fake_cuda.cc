@@ -618,6 +618,9 @@ std::atomic<bool> g_events_busy{false};
 
 FAKE_EXPORT void fake_cuda_set_events_busy(int on) { g_events_busy.store(on != 0); }
 
+std::atomic<int> g_fail_device_creates{0};
+FAKE_EXPORT void fake_cuda_fail_device_creates(int n) { g_fail_device_creates.store(n); }
+
 FAKE_EXPORT void fake_cuda_set_defer(int on) {
   g_defer.store(on != 0);
   if (!on) run_held();
@@ -1161,6 +1164,10 @@ FAKE_IMPL(cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t size, const 
   FAKE_TRY(need_ctx());
   if (!handle || !prop || flags != 0 || size == 0 || size % kGranularity || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && g_fail_device_creates.load() > 0) {
+    g_fail_device_creates.fetch_sub(1);
+    return CUDA_ERROR_OUT_OF_MEMORY;
   }
   long fd = syscall(SYS_memfd_create, "fakecuda-vmm", 0);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;

@@ -30,6 +30,10 @@ void fake_cuda_set_defer(int on);
 // running on a GPU; cuEventSynchronize still completes.
 void fake_cuda_set_events_busy(int on);
 
+// The next n cuMemCreate calls for device memory fail with CUDA_ERROR_OUT_OF_MEMORY, as on a card
+// fuller than the budget says.
+void fake_cuda_fail_device_creates(int n);
+
 // The next async copy (host to device or back) calls fn(arg) first, before it looks at the host
 // memory: a test's way to make something happen between an interposer's decision and the driver's
 // look. Once only.

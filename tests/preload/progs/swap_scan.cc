@@ -9,7 +9,9 @@
 // - evicted chunks are parked (their host copy not mapped in the program's range) until a use the
 //   shim sees, or work it cannot see (a 2D copy), needs them mapped; a launch that uses more than
 //   the budget holds maps a parked range where it is and uses it there;
-// - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once.
+// - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once;
+// - a new chunk is mapped before the evictions that make its room start copying, unless the card is
+//   full: then after them.
 #include <algorithm>
 
 #include "swap_common.h"
@@ -70,9 +72,10 @@ int main() {
     CHECK(last("cuLaunchKernel") < last("cuEventRecord"));
   }
   {
-    // Over the budget, b (the least recently used) goes out after its copy's mark. Its range is
-    // unmapped while the copy out (from a side range) runs, and its host copy is not mapped there
-    // (parked); its device memory is released only once the copy is over.
+    // Over the budget, b (the least recently used) goes out after its copy's mark. c is mapped
+    // before that copy out starts (mapping calls slow down while copies to the host run). b's
+    // range is unmapped while the copy out (from a side range) runs, and its host copy is not
+    // mapped there (parked); its device memory is released only once the copy is over.
     Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize"), release("cuMemRelease"),
         map("cuMemMap");
     CK(cuMemAlloc(&c, 4 * MiB));
@@ -82,6 +85,7 @@ int main() {
     CHECK(esync.added() == 1);
     CHECK(last("cuEventSynchronize") < last("cuMemcpyDtoDAsync_v2"));
     CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemUnmap"));
+    CHECK(last("cuMemSetAccess") < last("cuMemcpyDtoDAsync_v2"));
     CHECK(release.added() == 0);
     CHECK(streams.added() == 2);  // the shim's streams for copies out and in
   }
@@ -171,6 +175,26 @@ int main() {
     CK(cuMemFree(d));
     CK(cuMemFree(e));
     CK(cuMemFree(f));
+  }
+  {
+    // A card fuller than the budget says: the new chunk cannot be made before the evictions that
+    // make its room, so they go first, and it is made on the device after them.
+    CUdeviceptr g = 0, h = 0, k = 0;
+    CK(cuMemAlloc(&g, 4 * MiB));
+    CK(cuMemAlloc(&h, 4 * MiB));
+    put(g, 7);
+    put(h, 8);
+    fake_cuda_fail_device_creates(1);
+    Count create("cuMemCreate"), copies("cuMemcpyDtoDAsync_v2");
+    CK(cuMemAlloc(&k, 4 * MiB));  // g, the least recently used, goes out
+    CHECK(copies.added() == 1);
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemCreate"));
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemSetAccess"));
+    put(k, 9);
+    CHECK(holds(g, 7, 0) && holds(h, 8, 0) && holds(k, 9, 0));
+    CK(cuMemFree(g));
+    CK(cuMemFree(h));
+    CK(cuMemFree(k));
   }
   CK(cuStreamDestroy(st));
   CK(cuStreamDestroy(st2));
