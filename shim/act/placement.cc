@@ -198,7 +198,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         if (room == Room::after_evictions) {
           // Mapped before the evictions that make its room start copying to the host: while such
           // copies run, cuMemSetAccess takes about 15 ms per GiB on the H100, 1 ms with none
-          // (tools/dev/vmm_access2.cu measures it). The card holds the new chunks meanwhile, as it
+          // (tests/gpu/placement/vmm_access.cu). The card holds the new chunks meanwhile, as it
           // holds evicted memory until its copy is over; when it is full, the evictions go first.
           if (r == CUDA_SUCCESS) {
             room_for_swap(dev, need, true);
