@@ -76,20 +76,27 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   return r;
 }
 
-// Room on the device for `bytes` more of movable memory, within the budget: freed chunks kept for
-// reuse go first, then (with `evict`) evictions of the least recently used memory.
+// Room on the device for `bytes` more of movable memory, within the budget: spare device memory
+// goes first, then freed chunks kept for reuse, then (with `evict`) evictions of the least
+// recently used memory.
 enum class Room { now, after_evictions, never };
 Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const uint64_t limit = device_limit(dev);
   auto taken = [&] { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); };
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
-  auto over = [&] { uint64_t t = taken() + bytes; return t > limit ? t - limit : 0; };
-  if (over()) swap::release_retired(dev, over());
+  swap::trim_spares(dev, limit > taken() ? limit - taken() : 0);
+  // The new chunks take spare memory first: what is left of it stays, within the budget.
+  auto over = [&] { uint64_t t = taken() + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
+  if (over()) swap::release_retired(dev, over(), bytes);
   if (over() == 0) return Room::now;
   if (options().prefetch == Prefetch::off) return Room::never;  // the planner moves nothing then
   if (!evict) return Room::after_evictions;
   residency_make_room(dev, bytes);
-  return over() == 0 ? Room::now : Room::never;
+  const bool made = over() == 0;
+  // Device memory the evictions left (their copies are over in context order) is not kept past
+  // the budget.
+  swap::trim_spares(dev, limit > taken() + bytes ? limit - taken() - bytes : 0);
+  return made ? Room::now : Room::never;
 }
 
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
@@ -155,8 +162,9 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   if (p.where == Where::device) {
     r = device_alloc(ctx);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && swap::retired_device_bytes(dev) != 0) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && swap::retired_device_bytes(dev) + swap::spare_device_bytes(dev) != 0) {
       swap::release_retired(dev, UINT64_MAX);  // movable memory kept for reuse is the first to go
+      swap::trim_spares(dev, 0);
       r = device_alloc(ctx);
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {

@@ -166,9 +166,13 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   const uint64_t budget = used < limit ? limit - used : 0;
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
   ledger().set_resident(dev, p.resident_bytes());
-  // Freed movable ranges kept for reuse hold device memory too: the first to go for room.
-  uint64_t kept = swap::retired_device_bytes(dev);
-  if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget);
+  // Freed movable ranges kept for reuse hold device memory too: the first to go for room, as
+  // spare memory for the prefetches.
+  uint64_t kept = swap::retired_device_bytes(dev), prefetching = 0;
+  for (const policy::Action& a : actions) {
+    if (a.kind == policy::ActionKind::prefetch_to_device) prefetching += a.bytes;
+  }
+  if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget, prefetching);
   if (log_enabled(LogLevel::debug)) {
     Line l;
     l.str("use on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
@@ -179,6 +183,9 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
   carry_out(s, actions, dev, stream, per_thread);
+  // Spare memory the moves left (and evictions' memory back from their copies) within the budget.
+  const uint64_t counted = ledger().used(dev) + p.resident_bytes() + swap::retired_device_bytes(dev);
+  swap::trim_spares(dev, limit > counted ? limit - counted : 0);
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
     t_uses.overflow = false;

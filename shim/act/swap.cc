@@ -104,16 +104,28 @@ struct State {
   std::deque<Tag> tag_order;  // oldest first; some may be gone from `tags`
   Tag next_tag = 1;
   std::multimap<std::pair<int, uint64_t>, Backing> spare;  // host chunks, by device and size
+  // Device memory no chunk holds, side range kept: what dead chunks give back for room and
+  // evictions leave after their copies. The next new chunk or prefetch maps it instead of making
+  // memory, and the memory it would replace is not released: per step of resnet50 that was about
+  // 156 releases and as many cuMemCreate, side reserves and side access calls. Not counted by the
+  // budget's users (it is the room they were given); trim_spares keeps it within the budget.
+  std::vector<Backing> spare_device[kMaxDevices];
+  uint64_t spare_device_bytes[kMaxDevices] = {};
   std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
   // GPUMEMSHIM_SWAP_ORDER=scan: the shim's own streams for copies out and in, by context device;
   // host chunks that copies in still read and device memory that copies out still read, each
   // batch with the event that ends them; the end of the last round's copies; and the count of
   // copies, memsets and graph launches (work the scan cannot see) at the last round.
   CUstream copy_streams[kMaxDevices][2] = {};
+  // The gate on copies to the host (copy_out), by device: a host word the GPU reads, and its
+  // address there; null when there is none (not made yet, or the driver would not).
+  uint32_t* gate[kMaxDevices] = {};
+  CUdeviceptr gate_at[kMaxDevices] = {};
+  bool gate_tried[kMaxDevices] = {};
   struct Pending {
     Mark done;
     std::vector<Backing> hosts;    // back to the spares
-    std::vector<Backing> devices;  // released
+    std::vector<Backing> devices;  // spare after them
   };
   std::deque<Pending> pending;
   Mark copies[kMaxDevices];  // by context device
@@ -158,10 +170,60 @@ CUmemAllocationProp prop(bool host, int dev) {
   return p;
 }
 
+// --- The gate on the shim's copies to the host ---
+// While copies to the host run on a GPU, cuMemSetAccess for it takes about 15 ms per GiB on the
+// H100, against 1 with none (tests/gpu/placement/vmm_access.cu); resnet50 under a 7 GB budget
+// spent 52 ms a step so, mapping new chunks while evictions were copied out. So each copy out
+// goes in pieces, each behind a wait on the GPU for a host word to be 0, and the host makes it 1
+// for the length of its access calls: at most one piece is then in flight. Measured on the H100
+// (tests/gpu/placement/vmm_gate.cu): 128 MiB made accessible in 0.22 ms with the gate shut
+// against 1.4 to 1.8 ms open; gated copies in 8 MiB pieces ran at 53.7 GB/s against 54.5.
+constexpr uint64_t kGatePiece = 8ull << 20;
+
+// Caller holds s.mu. The gate of `dev` (the current context's device), made at the first use.
+uint32_t* gate(State& s, int dev) {
+  if (dev < 0 || dev >= kMaxDevices) return nullptr;
+  if (!s.gate_tried[dev]) {
+    s.gate_tried[dev] = true;
+    void* p = nullptr;
+    CUdeviceptr at = 0;
+    if (call_real(GMS_REAL(cuMemHostAlloc), &p, size_t{64}, static_cast<unsigned>(CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) ==
+            CUDA_SUCCESS &&
+        call_real(GMS_REAL(cuMemHostGetDevicePointer_v2), &at, p, 0u) == CUDA_SUCCESS) {
+      __atomic_store_n(static_cast<uint32_t*>(p), 0u, __ATOMIC_SEQ_CST);
+      s.gate[dev] = static_cast<uint32_t*>(p);
+      s.gate_at[dev] = at;
+    }
+    // Else copies go ungated (and the memory, if any, stays: one word).
+  }
+  return s.gate[dev];
+}
+
+// Shuts the gate of `dev`, if it has one, while it lives. Caller holds s.mu (one at a time).
+class GateShut {
+ public:
+  explicit GateShut(int dev) {
+    State& s = state();
+    if (dev >= 0 && dev < kMaxDevices && s.gate[dev]) {
+      word_ = s.gate[dev];
+      __atomic_store_n(word_, 1u, __ATOMIC_SEQ_CST);
+    }
+  }
+  ~GateShut() {
+    if (word_) __atomic_store_n(word_, 0u, __ATOMIC_SEQ_CST);
+  }
+  GateShut(const GateShut&) = delete;
+  GateShut& operator=(const GateShut&) = delete;
+
+ private:
+  uint32_t* word_ = nullptr;
+};
+
 CUresult allow_device(CUdeviceptr va, uint64_t size, int dev) {
   CUmemAccessDesc d{};
   d.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev};
   d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  GateShut shut(dev);
   return call_real(GMS_REAL(cuMemSetAccess), va, static_cast<size_t>(size), &d, size_t{1});
 }
 
@@ -242,7 +304,12 @@ void drop_backing(const Backing& b) {
 
 void give_host(State& s, const Backing& h) { s.spare.emplace(std::pair{h.dev, h.size}, h); }
 
-// Batches whose copies are over: host chunks go back to the spares, device memory is released;
+void give_device(State& s, const Backing& d) {
+  s.spare_device[d.dev].push_back(d);
+  s.spare_device_bytes[d.dev] += d.size;
+}
+
+// Batches whose copies are over: their host chunks and device memory go back to the spares;
 // with `all`, after waiting for them; with `until`, only until a spare of that device and size is
 // back.
 void reap(State& s, bool all, const std::pair<int, uint64_t>* until = nullptr) {
@@ -254,7 +321,7 @@ void reap(State& s, bool all, const std::pair<int, uint64_t>* until = nullptr) {
       // Any other error: the context is broken, nothing more will read them.
     }
     for (const Backing& h : p.hosts) give_host(s, h);
-    for (const Backing& d : p.devices) drop_backing(d);
+    for (const Backing& d : p.devices) give_device(s, d);
     give_event(s, p.done);
     s.pending.pop_front();
   }
@@ -309,10 +376,36 @@ CUresult take_host(State& s, uint64_t size, int dev, Backing* out) {
   return r;
 }
 
-// Releases a chunk's backing; the program's range must already be unmapped there.
-void release(State& s, Chunk& c) {
+// Spare device memory of `size` on `dev` (side range and all), else new memory without a side
+// range; after waiting for the evictions' copies when the device is full and some are under way.
+CUresult take_device(State& s, uint64_t size, int dev, Backing* out) {
+  auto from_spares = [&] {
+    auto& pool = s.spare_device[dev];
+    auto it = std::find_if(pool.begin(), pool.end(), [&](const Backing& b) { return b.size == size; });
+    if (it == pool.end()) return false;
+    *out = *it;
+    s.spare_device_bytes[dev] -= size;
+    pool.erase(it);
+    return true;
+  };
+  if (from_spares()) return CUDA_SUCCESS;
+  CUresult r = make_backing(size, dev, false, out);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && !s.pending.empty()) {
+    reap(s, true);  // evicted device memory still being copied out is spare after its copy
+    r = from_spares() ? CUDA_SUCCESS : make_backing(size, dev, false, out);
+  }
+  return r;
+}
+
+// Releases a chunk's backing, or with `keep`, makes its device memory spare; the program's range
+// must already be unmapped there.
+void release(State& s, Chunk& c, bool keep = false) {
   if (c.on_device()) {
-    drop_backing(c.device);
+    if (keep) {
+      give_device(s, c.device);
+    } else {
+      drop_backing(c.device);
+    }
     c.device = {};
   } else if (c.host.handle) {
     give_host(s, c.host);
@@ -323,6 +416,28 @@ void release(State& s, Chunk& c) {
 CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread) {
   return per_thread ? call_real(GMS_REAL(cuMemcpyDtoDAsync_v2_ptsz), dst, src, static_cast<size_t>(n), stream)
                     : call_real(GMS_REAL(cuMemcpyDtoDAsync_v2), dst, src, static_cast<size_t>(n), stream);
+}
+
+// A copy to the host behind the gate of `dev`, piece by piece (ungated when there is no gate, or
+// the driver refuses a wait: from then on for good).
+CUresult copy_out(State& s, CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread, int dev) {
+  for (uint64_t off = 0; off < n; off += kGatePiece) {
+    if (!gate(s, dev)) return copy(dst + off, src + off, n - off, stream, per_thread);
+    const CUresult w = per_thread
+                           ? call_real(GMS_REAL(cuStreamWaitValue32_v2_ptsz), stream, s.gate_at[dev], cuuint32_t{0}, static_cast<unsigned>(CU_STREAM_WAIT_VALUE_EQ))
+                           : call_real(GMS_REAL(cuStreamWaitValue32_v2), stream, s.gate_at[dev], cuuint32_t{0}, static_cast<unsigned>(CU_STREAM_WAIT_VALUE_EQ));
+    if (w != CUDA_SUCCESS) {
+      s.gate[dev] = nullptr;
+      Line l;
+      l.str("swap: the driver would not queue a wait on a host word (CUresult ").i64(w)
+          .str("): copies to the host go ungated, and mapping under them is slower");
+      log(LogLevel::info, l);
+      return copy(dst + off, src + off, n - off, stream, per_thread);
+    }
+    const CUresult r = copy(dst + off, src + off, std::min(kGatePiece, n - off), stream, per_thread);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
 }
 
 void say(const char* what, CUresult r, uint64_t bytes) {
@@ -499,19 +614,20 @@ void wait_frees(State& s, const policy::Arena::Grant& g, const Use& use) {
   for (Tag t : g.dropped) drop_tag(s, t);
 }
 
-// Unmaps a chunk (unless parked) and gives its memory back; false (and a leak, rather than reusing
-// mapped memory) when the unmap fails.
-bool unback(State& s, uintptr_t base, Range& range) {
+// Unmaps a chunk (unless parked) and gives its memory back (device memory to the spares with
+// `keep`); false (and a leak, rather than reusing mapped memory) when the unmap fails.
+bool unback(State& s, uintptr_t base, Range& range, bool keep) {
   Chunk& c = range.chunk;
   if (!c.parked && call_real(GMS_REAL(cuMemUnmap), static_cast<CUdeviceptr>(base), static_cast<size_t>(range.size)) != CUDA_SUCCESS) {
     return false;
   }
-  release(s, c);
+  release(s, c, keep);
   return true;
 }
 
-// Dead chunk k (of s.dead) gives its memory back, once the frees of its space are over.
-void release_dead(State& s, size_t k) {
+// Dead chunk k (of s.dead) gives its memory back, once the frees of its space are over: device
+// memory to the spares with `keep`.
+void release_dead(State& s, size_t k, bool keep = false) {
   const uintptr_t base = s.dead[k];
   s.dead.erase(s.dead.begin() + static_cast<std::ptrdiff_t>(k));
   Slab* sl = slab_of(s, base);
@@ -520,7 +636,7 @@ void release_dead(State& s, size_t k) {
   const uint64_t c = sl->chunk_at(base);
   settle_chunk(s, *sl, c);
   if (it->second.chunk.on_device()) s.dead_device[sl->dev] -= it->second.size;
-  if (!unback(s, base, it->second)) return;
+  if (!unback(s, base, it->second, keep)) return;
   s.ranges.erase(it);
   sl->arena.set_backing(c, policy::Arena::Backing::none);
 }
@@ -609,6 +725,11 @@ void release_all(State& s) {
   reap(s, true);
   for (auto& [key, h] : s.spare) drop_backing(h);
   s.spare.clear();
+  for (int d = 0; d < kMaxDevices; ++d) {
+    for (const Backing& b : s.spare_device[d]) drop_backing(b);
+    s.spare_device[d].clear();
+    s.spare_device_bytes[d] = 0;
+  }
   for (Mark& m : s.copies) give_event(s, m);
   for (auto& pool : s.events) {
     for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
@@ -682,11 +803,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
   for (uint64_t c = sl->arena.first_chunk(spot.offset); c <= sl->arena.last_chunk(spot.offset, spot.size) && r == CUDA_SUCCESS; ++c) {
     if (sl->arena.backing(c) != policy::Arena::Backing::none) continue;
     Chunk ch;
-    r = on_device ? make_backing(chunk, dev, false, &ch.device) : take_host(s, chunk, dev, &ch.host);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && on_device && !s.pending.empty()) {
-      reap(s, true);  // evicted device memory still being copied out is released after its copy
-      r = make_backing(chunk, dev, false, &ch.device);
-    }
+    r = on_device ? take_device(s, chunk, dev, &ch.device) : take_host(s, chunk, dev, &ch.host);
     if (r == CUDA_SUCCESS) made.emplace_back(c, ch);
   }
   // Mapped in runs of neighbours: one access call each.
@@ -702,7 +819,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
     for (size_t k = 0; k + 1 < mapped; ++k) {
       for (const Piece& p : runs[k]) call_real(GMS_REAL(cuMemUnmap), p.va, static_cast<size_t>(p.size));
     }
-    for (auto& [c, ch] : made) release(s, ch);
+    for (auto& [c, ch] : made) release(s, ch, true);
     return r;
   }
   for (auto& [c, ch] : made) {
@@ -789,7 +906,7 @@ uint64_t retired_device_bytes(int dev) {
   return s.dead_device[dev];
 }
 
-void release_retired(int dev, uint64_t device_bytes) {
+void release_retired(int dev, uint64_t device_bytes, uint64_t spare_bytes) {
   if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
   entry::RelaxedCapture relaxed;
@@ -803,7 +920,28 @@ void release_retired(int dev, uint64_t device_bytes) {
       continue;
     }
     freed += it->second.size;
-    release_dead(s, k);
+    release_dead(s, k, s.spare_device_bytes[dev] < spare_bytes);
+  }
+}
+
+uint64_t spare_device_bytes(int dev) {
+  if (dev < 0 || dev >= kMaxDevices) return 0;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  return s.spare_device_bytes[dev];
+}
+
+void trim_spares(int dev, uint64_t allowed) {
+  if (dev < 0 || dev >= kMaxDevices) return;
+  ShimScope scope;
+  entry::RelaxedCapture relaxed;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto& pool = s.spare_device[dev];
+  while (!pool.empty() && s.spare_device_bytes[dev] > allowed) {
+    s.spare_device_bytes[dev] -= pool.back().size;
+    drop_backing(pool.back());
+    pool.pop_back();
   }
 }
 
@@ -908,7 +1046,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   // Out: each chunk copied into its host memory, side range to side range.
   bool events = scan;
   std::erase_if(outs, [&](Out& o) {
-    CUresult c = copy(o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt);
+    CUresult c = copy_out(s, o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt, o.at.range->dev);
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = take_event(s);
       events = events && o.copied.event && record(o.copied, entry::stream_handle(out_stream, out_pt));
@@ -1023,19 +1161,17 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   };
   for (In& in : ins) {
     if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
+    // Spare memory first: this round's evicted memory makes the copy in wait for its copy out.
     auto f = freed.find(in.at.size());
-    if (f != freed.end()) {
+    const bool spare = !s.spare_device[in.at.range->dev].empty() || f == freed.end();
+    if (!spare) {
       in.device = f->second.device;
       gpu_wait(f->second.copied, in_stream, in_pt);  // its copy out first
       give_event(s, f->second.copied);
       freed.erase(f);
     } else {
-      r = make_backing(in.at.size(), in.at.range->dev, false, &in.device);
-      if (r == CUDA_ERROR_OUT_OF_MEMORY && !s.pending.empty()) {
-        reap(s, true);  // evicted device memory still being copied out is released after its copy
-        r = make_backing(in.at.size(), in.at.range->dev, false, &in.device);
-      }
-      if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) call_real(GMS_REAL(cuMemRelease), in.device.handle);
+      r = take_device(s, in.at.size(), in.at.range->dev, &in.device);
+      if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) give_device(s, in.device);
       if (r != CUDA_SUCCESS) {
         prefetch_run();
         fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
@@ -1100,7 +1236,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     for (In& in : ins) fail(*in.at.m, "prefetch", r, in.at.size());
   }
   for (const Backing& h : spent_hosts) give_host(s, h);
-  for (const Backing& d : spent_devices) drop_backing(d);
+  for (const Backing& d : spent_devices) give_device(s, d);
 }
 
 void finish_copies() {

@@ -1205,9 +1205,39 @@ FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAll
   return CUDA_SUCCESS;
 }
 
+// The host word the latest cuStreamWaitValue32 waited on, and the access calls made while it was
+// not 0 (fake_cuda_access_calls_gated).
+std::atomic<uintptr_t> g_waited_word{0};
+std::atomic<unsigned long> g_access_gated{0};
+FAKE_EXPORT unsigned long fake_cuda_access_calls_gated() { return g_access_gated.load(); }
+
+CUresult wait_value(CUdeviceptr addr, unsigned int flags) {
+  FAKE_TRY(need_ctx());
+  Block b;
+  // Work runs at once here: the wait has nothing to wait for. The word must be one a GPU can read.
+  if (flags != CU_STREAM_WAIT_VALUE_EQ || !find_block(static_cast<uintptr_t>(addr), 4, &b) || b.kind != Kind::pinned) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  g_waited_word.store(static_cast<uintptr_t>(addr));
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuStreamWaitValue32_v2)(CUstream, CUdeviceptr addr, cuuint32_t, unsigned int flags) {
+  count(k_cuStreamWaitValue32_v2);
+  return wait_value(addr, flags);
+}
+
+FAKE_IMPL(cuStreamWaitValue32_v2_ptsz)(CUstream, CUdeviceptr addr, cuuint32_t, unsigned int flags) {
+  count(k_cuStreamWaitValue32_v2_ptsz);
+  return wait_value(addr, flags);
+}
+
 FAKE_IMPL(cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count_) {
   count(k_cuMemSetAccess);
   FAKE_TRY(need_ctx());
+  if (const uintptr_t w = g_waited_word.load(); w && __atomic_load_n(reinterpret_cast<const uint32_t*>(w), __ATOMIC_SEQ_CST) != 0) {
+    ++g_access_gated;
+  }
   if (!desc || count_ == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   // As the driver: the range may span several mappings, back to back, but no unmapped byte.
   std::lock_guard<std::mutex> lock(g_mu);

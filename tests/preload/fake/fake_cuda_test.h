@@ -34,6 +34,10 @@ void fake_cuda_set_events_busy(int on);
 // fuller than the budget says.
 void fake_cuda_fail_device_creates(int n);
 
+// How many cuMemSetAccess calls found the host word of the latest cuStreamWaitValue32 not 0 (a
+// GPU's copies behind that wait would have been held back meanwhile).
+unsigned long fake_cuda_access_calls_gated(void);
+
 // The next async copy (host to device or back) calls fn(arg) first, before it looks at the host
 // memory: a test's way to make something happen between an interposer's decision and the driver's
 // look. Once only.

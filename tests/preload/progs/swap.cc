@@ -15,7 +15,9 @@
 //   host-side wait;
 // - freeing the last allocation unmaps and releases everything;
 // - freed space is handed out for any allocations that fit in it, with no mapping;
-// - an allocation of several chunks is mapped with one access call.
+// - an allocation of several chunks is mapped with one access call;
+// - the device memory of a freed chunk given back for room backs the next new chunk;
+// - copies out wait for a gate on the GPU that the shim shuts while it maps memory.
 // The runner checks the shim's statistics.
 #include "swap_common.h"
 
@@ -35,8 +37,10 @@ int main() {
     CK(cuMemAlloc(&b, 4 * MiB));
     CHECK(create.added() == 2);  // one device chunk each, within the 8 MiB
     put(a, 1);
-    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), release("cuMemRelease");
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), release("cuMemRelease"), gate("cuStreamWaitValue32_v2");
     CK(cuMemAlloc(&c, 4 * MiB));
+    // The copy out waits on the GPU for the gate the shim shuts while it maps (one piece: 4 MiB).
+    CHECK(gate.added() == 1 && last("cuStreamWaitValue32_v2") < last("cuMemcpyDtoDAsync_v2"));
     // Past the budget: a, the older, goes to a new host chunk, then c is made on the device.
     CHECK(create.added() == 4);
     CHECK(release.added() == 1);  // a's device memory
@@ -58,8 +62,13 @@ int main() {
 
   // a is on the host; the launch brings it in and b, the least recently used, goes out.
   {
-    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate"), release("cuMemRelease");
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate"), release("cuMemRelease"),
+        access("cuMemSetAccess");
+    const unsigned long gated = fake_cuda_access_calls_gated();
     CK(inc(a, st));
+    // Every access call with the gate shut: the side ranges of b's device memory and of its new
+    // host chunk, b's range over that host chunk, and a's over b's device memory.
+    CHECK(access.added() == 4 && fake_cuda_access_calls_gated() - gated == 4);
     CHECK(sync.added() == 1);    // one for both moves, before the first remap
     CHECK(unmap.added() == 2);
     CHECK(create.added() == 1);  // a host chunk for b
@@ -141,6 +150,27 @@ int main() {
     CK(cuMemFree(z));
     CK(cuMemFree(w));
     CK(cuMemFree(x));
+  }
+
+  // A freed chunk given back for room lends its device memory to the new chunk that needs it: it is
+  // unmapped, not released, and no memory is made for it.
+  {
+    CUdeviceptr x = 0, y = 0, z = 0;
+    CK(cuMemAlloc(&x, 4 * MiB));
+    CK(cuMemAlloc(&y, 4 * MiB));
+    put(y, 2);
+    CK(cuMemFree(x));  // kept, mapped, for an allocation that fits in it
+    Count create("cuMemCreate"), release("cuMemRelease");
+    CK(cuMemAlloc(&z, 8 * MiB));  // two chunks, which x's does not neighbour: y goes out for room
+    // x's device memory and one new device chunk for z, a host chunk for y. Of device memory, only
+    // y's is released after its copy (the budget holds z's two chunks): x's went to z.
+    CHECK(create.added() == 1 + 1);
+    CHECK(release.added() == 1);
+    put(z, 3);
+    put(z + 4 * MiB, 4);
+    CHECK(holds(y, 2, 0) && holds(z, 3, 0) && holds(z + 4 * MiB, 4, 0));
+    CK(cuMemFree(y));
+    CK(cuMemFree(z));
   }
 
   // An allocation of many chunks (33 of 4 MiB), too large for the budget: host chunks, each mapped,
