@@ -170,14 +170,18 @@ CUmemAllocationProp prop(bool host, int dev) {
   return p;
 }
 
-// --- The gate on the shim's copies to the host ---
+// --- The gate on the shim's copies to the host (scan order) ---
 // While copies to the host run on a GPU, cuMemSetAccess for it takes about 15 ms per GiB on the
 // H100, against 1 with none (tests/gpu/placement/vmm_access.cu); resnet50 under a 7 GB budget
-// spent 52 ms a step so, mapping new chunks while evictions were copied out. So each copy out
+// spent 54 ms a step so, mapping new chunks while evictions were copied out. So each copy out
 // goes in pieces, each behind a wait on the GPU for a host word to be 0, and the host makes it 1
 // for the length of its access calls: at most one piece is then in flight. Measured on the H100
 // (tests/gpu/placement/vmm_gate.cu): 128 MiB made accessible in 0.22 ms with the gate shut
-// against 1.4 to 1.8 ms open; gated copies in 8 MiB pieces ran at 53.7 GB/s against 54.5.
+// against 1.4 to 1.8 ms open; gated copies in 8 MiB pieces ran at 53.7 GB/s against 54.5. In
+// resnet50 (scan order with parking) the access calls under copies fell to 6 ms a step, but the
+// step did not shorten: the host spends the time waiting for frees instead (release_dead).
+// Context order waits for its copies on the host right after the remaps; gated there, its steps
+// took 384 and 396 ms against 345 and 350, so its copies go ungated.
 constexpr uint64_t kGatePiece = 8ull << 20;
 
 // Caller holds s.mu. The gate of `dev` (the current context's device), made at the first use.
@@ -418,8 +422,8 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, boo
                     : call_real(GMS_REAL(cuMemcpyDtoDAsync_v2), dst, src, static_cast<size_t>(n), stream);
 }
 
-// A copy to the host behind the gate of `dev`, piece by piece (ungated when there is no gate, or
-// the driver refuses a wait: from then on for good).
+// A copy to the host behind the gate of `dev`, piece by piece (ungated for dev -1, when there is
+// no gate, or when the driver refuses a wait: from then on for good).
 CUresult copy_out(State& s, CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread, int dev) {
   for (uint64_t off = 0; off < n; off += kGatePiece) {
     if (!gate(s, dev)) return copy(dst + off, src + off, n - off, stream, per_thread);
@@ -1046,7 +1050,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   // Out: each chunk copied into its host memory, side range to side range.
   bool events = scan;
   std::erase_if(outs, [&](Out& o) {
-    CUresult c = copy_out(s, o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt, o.at.range->dev);
+    CUresult c = copy_out(s, o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt, scan ? o.at.range->dev : -1);
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = take_event(s);
       events = events && o.copied.event && record(o.copied, entry::stream_handle(out_stream, out_pt));

@@ -16,8 +16,7 @@
 // - freeing the last allocation unmaps and releases everything;
 // - freed space is handed out for any allocations that fit in it, with no mapping;
 // - an allocation of several chunks is mapped with one access call;
-// - the device memory of a freed chunk given back for room backs the next new chunk;
-// - copies out wait for a gate on the GPU that the shim shuts while it maps memory.
+// - the device memory of a freed chunk given back for room backs the next new chunk.
 // The runner checks the shim's statistics.
 #include "swap_common.h"
 
@@ -39,8 +38,8 @@ int main() {
     put(a, 1);
     Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), release("cuMemRelease"), gate("cuStreamWaitValue32_v2");
     CK(cuMemAlloc(&c, 4 * MiB));
-    // The copy out waits on the GPU for the gate the shim shuts while it maps (one piece: 4 MiB).
-    CHECK(gate.added() == 1 && last("cuStreamWaitValue32_v2") < last("cuMemcpyDtoDAsync_v2"));
+    // The host waits for the copy out right after the remaps: the copy goes ungated (swap_scan.cc).
+    CHECK(gate.added() == 0);
     // Past the budget: a, the older, goes to a new host chunk, then c is made on the device.
     CHECK(create.added() == 4);
     CHECK(release.added() == 1);  // a's device memory
@@ -62,13 +61,8 @@ int main() {
 
   // a is on the host; the launch brings it in and b, the least recently used, goes out.
   {
-    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate"), release("cuMemRelease"),
-        access("cuMemSetAccess");
-    const unsigned long gated = fake_cuda_access_calls_gated();
+    Count sync("cuCtxSynchronize"), unmap("cuMemUnmap"), create("cuMemCreate"), release("cuMemRelease");
     CK(inc(a, st));
-    // Every access call with the gate shut: the side ranges of b's device memory and of its new
-    // host chunk, b's range over that host chunk, and a's over b's device memory.
-    CHECK(access.added() == 4 && fake_cuda_access_calls_gated() - gated == 4);
     CHECK(sync.added() == 1);    // one for both moves, before the first remap
     CHECK(unmap.added() == 2);
     CHECK(create.added() == 1);  // a host chunk for b

@@ -5,13 +5,14 @@
 // - each launch, copy or memset that uses movable memory is marked with an event after it;
 // - a move waits for the marks of the ranges it moves (on every stream that used them), copies on
 //   the shim's own streams between side ranges, remaps without waiting for the copies, and the
-//   launch waits for them on the GPU; device memory evicted is released after its copy out;
+//   launch waits for them on the GPU; device memory evicted is spare after its copy out;
 // - evicted chunks are parked (their host copy not mapped in the program's range) until a use the
 //   shim sees, or work it cannot see (a 2D copy), needs them mapped; a launch that uses more than
 //   the budget holds maps a parked range where it is and uses it there;
 // - a round of moves after a copy whose ends the hooks do not name (2D) waits for the context once;
 // - a new chunk is mapped before the evictions that make its room start copying, unless the card is
-//   full: then after them.
+//   full: then after them;
+// - copies out wait on the GPU for a gate that the shim shuts around its access calls.
 #include <algorithm>
 
 #include "swap_common.h"
@@ -75,10 +76,12 @@ int main() {
     // Over the budget, b (the least recently used) goes out after its copy's mark. c is mapped
     // before that copy out starts (mapping calls slow down while copies to the host run). b's
     // range is unmapped while the copy out (from a side range) runs, and its host copy is not
-    // mapped there (parked); its device memory is released only once the copy is over.
+    // mapped there (parked); its device memory is neither released nor reused before the copy is
+    // over. The copy out waits on the GPU for the gate the shim shuts while it maps (one piece).
     Count sync("cuCtxSynchronize"), streams("cuStreamCreate"), esync("cuEventSynchronize"), release("cuMemRelease"),
-        map("cuMemMap");
+        map("cuMemMap"), gate("cuStreamWaitValue32_v2");
     CK(cuMemAlloc(&c, 4 * MiB));
+    CHECK(gate.added() == 1 && last("cuStreamWaitValue32_v2") < last("cuMemcpyDtoDAsync_v2"));
     // Side ranges for b's new host copy and for its device memory, then c: nothing at b's range.
     CHECK(map.added() == 3);
     CHECK(sync.added() == 0);
@@ -108,8 +111,11 @@ int main() {
     // the launch for the copies on the GPU, which have not finished.
     fake_cuda_set_events_busy(1);
     Count sync("cuCtxSynchronize"), esync("cuEventSynchronize"), ssync("cuStreamSynchronize"),
-        wait("cuStreamWaitEvent"), create("cuMemCreate");
+        wait("cuStreamWaitEvent"), create("cuMemCreate"), access("cuMemSetAccess");
+    const unsigned long gated = fake_cuda_access_calls_gated();
     CK(inc(a, st2));
+    // Every access call with the gate shut (a's range over its device memory, at least).
+    CHECK(access.added() >= 1 && fake_cuda_access_calls_gated() - gated == access.added());
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
     // The marks of a (copy, st, st2) and b (copy, st), and the copy in of b's round, whose host
