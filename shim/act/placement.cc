@@ -76,17 +76,19 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   return r;
 }
 
+// Device memory the program and the shim's movable memory hold, within the budget.
+uint64_t swap_taken(int dev) { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); }
+
 // Room on the device for `bytes` more of movable memory, within the budget: spare device memory
 // goes first, then freed chunks kept for reuse, then (with `evict`) evictions of the least
 // recently used memory.
 enum class Room { now, after_evictions, never };
 Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const uint64_t limit = device_limit(dev);
-  auto taken = [&] { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); };
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
-  swap::trim_spares(dev, limit > taken() ? limit - taken() : 0);
+  trim_swap_spares(dev, 0);
   // The new chunks take spare memory first: what is left of it stays, within the budget.
-  auto over = [&] { uint64_t t = taken() + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
+  auto over = [&] { uint64_t t = swap_taken(dev) + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
   if (over()) swap::release_retired(dev, over(), bytes);
   if (over() == 0) return Room::now;
   if (options().prefetch == Prefetch::off) return Room::never;  // the planner moves nothing then
@@ -95,7 +97,7 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const bool made = over() == 0;
   // Device memory the evictions left (their copies are over in context order) is not kept past
   // the budget.
-  swap::trim_spares(dev, limit > taken() + bytes ? limit - taken() - bytes : 0);
+  trim_swap_spares(dev, bytes);
   return made ? Room::now : Room::never;
 }
 
@@ -136,6 +138,11 @@ uint64_t device_limit(int dev) {
   l = options().device_limit.for_device(dev, total);
   ledger().set_limit(dev, l);
   return l;
+}
+
+void trim_swap_spares(int dev, uint64_t more) {
+  const uint64_t limit = device_limit(dev), taken = swap_taken(dev) + more;
+  swap::trim_spares(dev, limit > taken ? limit - taken : 0);
 }
 
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {

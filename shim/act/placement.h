@@ -19,6 +19,9 @@ void placement_init();
 bool placement_active();
 // The budget of a device, resolved once from the driver and GPUMEMSHIM_DEVICE_LIMIT.
 uint64_t device_limit(int dev);
+// Policy swap: releases the device's spare memory (act/swap.h) beyond what its budget leaves once
+// `more` bytes are taken too.
+void trim_swap_spares(int dev, uint64_t more);
 
 struct AllocRequest {
   Origin origin;

@@ -183,9 +183,9 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
   carry_out(s, actions, dev, stream, per_thread);
-  // Spare memory the moves left (and evictions' memory back from their copies) within the budget.
-  const uint64_t counted = ledger().used(dev) + p.resident_bytes() + swap::retired_device_bytes(dev);
-  swap::trim_spares(dev, limit > counted ? limit - counted : 0);
+  // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
+  // with no moves there is none new.
+  if (!actions.empty()) trim_swap_spares(dev, 0);
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
     t_uses.overflow = false;

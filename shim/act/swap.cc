@@ -110,7 +110,6 @@ struct State {
   // 156 releases and as many cuMemCreate, side reserves and side access calls. Not counted by the
   // budget's users (it is the room they were given); trim_spares keeps it within the budget.
   std::vector<Backing> spare_device[kMaxDevices];
-  uint64_t spare_device_bytes[kMaxDevices] = {};
   std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
   // GPUMEMSHIM_SWAP_ORDER=scan: the shim's own streams for copies out and in, by context device;
   // host chunks that copies in still read and device memory that copies out still read, each
@@ -310,7 +309,12 @@ void give_host(State& s, const Backing& h) { s.spare.emplace(std::pair{h.dev, h.
 
 void give_device(State& s, const Backing& d) {
   s.spare_device[d.dev].push_back(d);
-  s.spare_device_bytes[d.dev] += d.size;
+}
+
+uint64_t spare_bytes(const State& s, int dev) {
+  uint64_t n = 0;
+  for (const Backing& b : s.spare_device[dev]) n += b.size;
+  return n;
 }
 
 // Batches whose copies are over: their host chunks and device memory go back to the spares;
@@ -388,7 +392,6 @@ CUresult take_device(State& s, uint64_t size, int dev, Backing* out) {
     auto it = std::find_if(pool.begin(), pool.end(), [&](const Backing& b) { return b.size == size; });
     if (it == pool.end()) return false;
     *out = *it;
-    s.spare_device_bytes[dev] -= size;
     pool.erase(it);
     return true;
   };
@@ -732,7 +735,6 @@ void release_all(State& s) {
   for (int d = 0; d < kMaxDevices; ++d) {
     for (const Backing& b : s.spare_device[d]) drop_backing(b);
     s.spare_device[d].clear();
-    s.spare_device_bytes[d] = 0;
   }
   for (Mark& m : s.copies) give_event(s, m);
   for (auto& pool : s.events) {
@@ -910,7 +912,7 @@ uint64_t retired_device_bytes(int dev) {
   return s.dead_device[dev];
 }
 
-void release_retired(int dev, uint64_t device_bytes, uint64_t spare_bytes) {
+void release_retired(int dev, uint64_t device_bytes, uint64_t keep_spare) {
   if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
   entry::RelaxedCapture relaxed;
@@ -924,7 +926,7 @@ void release_retired(int dev, uint64_t device_bytes, uint64_t spare_bytes) {
       continue;
     }
     freed += it->second.size;
-    release_dead(s, k, s.spare_device_bytes[dev] < spare_bytes);
+    release_dead(s, k, spare_bytes(s, dev) < keep_spare);
   }
 }
 
@@ -932,7 +934,7 @@ uint64_t spare_device_bytes(int dev) {
   if (dev < 0 || dev >= kMaxDevices) return 0;
   State& s = state();
   std::lock_guard lock(s.mu);
-  return s.spare_device_bytes[dev];
+  return spare_bytes(s, dev);
 }
 
 void trim_spares(int dev, uint64_t allowed) {
@@ -942,8 +944,8 @@ void trim_spares(int dev, uint64_t allowed) {
   State& s = state();
   std::lock_guard lock(s.mu);
   auto& pool = s.spare_device[dev];
-  while (!pool.empty() && s.spare_device_bytes[dev] > allowed) {
-    s.spare_device_bytes[dev] -= pool.back().size;
+  for (uint64_t held = spare_bytes(s, dev); !pool.empty() && held > allowed;) {
+    held -= pool.back().size;
     drop_backing(pool.back());
     pool.pop_back();
   }

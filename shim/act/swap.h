@@ -88,9 +88,9 @@ bool holds_nothing(uintptr_t chunk);
 uint64_t retired_device_bytes(int dev);
 // Unmaps the oldest such chunks of `dev` until at least `device_bytes` of their device memory are
 // off them (or none are left). Their memory becomes spare while the spares hold less than
-// `spare_bytes` (the next new chunks and prefetches map it: no release, no cuMemCreate), and is
+// `keep_spare` (the next new chunks and prefetches map it: no release, no cuMemCreate), and is
 // released after that.
-void release_retired(int dev, uint64_t device_bytes, uint64_t spare_bytes = 0);
+void release_retired(int dev, uint64_t device_bytes, uint64_t keep_spare = 0);
 // Spare device memory of `dev`: no chunk's, not counted by the chunks' bytes above or by the
 // residency planner. The budget's users keep it within the budget with trim_spares.
 uint64_t spare_device_bytes(int dev);
