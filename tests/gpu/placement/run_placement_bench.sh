@@ -2,7 +2,10 @@
 # The placement benchmarks of issue 3 (S4, S3, S1, PyTorch), each side by side with its baseline in
 # one run on the GPU machine. Every run under the shim caps managed memory and emulates a small GPU
 # with a device limit (GPU safety rules). Logs go to $OUT (default ./out); a table is printed last.
+# ONLY=s4|s3|s1|torch runs one section.
 set -u
+ONLY=${ONLY:-all}
+want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -11,7 +14,6 @@ SHIM=$(readlink -f "${GMS_SHIM:-$B/shim/libgpumemshim.so}")
 LOG="$OUT/placement.log"
 : >"$LOG"
 P=tests/gpu/placement
-nvcc -O2 -arch=sm_90 $P/s4_managed.cu -o "$B/s4_managed" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
 
 row() { printf '%-58s %s\n' "$1" "$2" | tee -a "$OUT/placement_table.txt"; }
 : >"$OUT/placement_table.txt"
@@ -26,6 +28,8 @@ run() {
   timeout 300 "${pre[@]}" "$@" 2>>"$LOG" | tail -1 | tee -a "$LOG"
 }
 
+if want s4; then
+nvcc -O2 -arch=sm_90 $P/s4_managed.cu -o "$B/s4_managed" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
 echo "== S4: 4 GiB managed, CPU-initialised, one kernel" | tee -a "$OUT/placement_table.txt"
 for i in 1 2; do
   row "S4 no hint (fault-driven)" "$(run "$B/s4_managed" none 4)"
@@ -33,6 +37,9 @@ for i in 1 2; do
   row "S4 hand cudaMemPrefetchAsync" "$(run "$B/s4_managed" hand 4)"
 done
 
+fi
+
+if want s3; then
 echo "== S3: numba, 3 x 4 GB float64, device limit 8G" | tee -a "$OUT/placement_table.txt"
 row "S3 (a) off, limit 8G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (b) spill, prefetch off" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_PREFETCH=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
@@ -42,13 +49,34 @@ row "S3 (d) hand-chunked pipeline (no shim)" "$(run python3 $P/s3_numba.py chunk
 row "S3 (e) fault-driven managed memory (no shim)" "$(run python3 $P/s3_numba.py managed)"
 row "S3 all on the card (no shim, no limit)" "$(run python3 $P/s3_numba.py plain)"
 
+fi
+
+if want s1; then
 echo "== S1: CuPy, 4 x 2 GiB .npy files (mmap r+), device limit 4G" | tee -a "$OUT/placement_table.txt"
 mkdir -p /tmp/s1data
 row "S1 off, limit 4G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
 row "S1 spill, limit 4G" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
 row "S1 no shim, no limit" "$(run python3 $P/s1_cupy.py /tmp/s1data)"
 
-echo "== PyTorch resnet50 training, batch 128 (peak about 10.5 GiB), device limit 7G" | tee -a "$OUT/placement_table.txt"
-row "torch no shim, no limit" "$(run python3 $P/torch_train.py 128)"
-row "torch spill, limit 7G" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128)"
-row "torch off, limit 7G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128)"
+fi
+
+if want torch; then
+# Budgets at about peak / 1.5. docs/analysis/training-residency/BOUND.md: the least step time any
+# policy that moves data can reach (resnet50 2.0x, the transformer 1.3x).
+SWAP="GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on"
+echo "== PyTorch resnet50 training, batch 128 (peak 10.6 GiB), device limit 7G" | tee -a "$OUT/placement_table.txt"
+row "torch no shim, no limit" "$(run python3 $P/torch_train.py 128 8)"
+for i in 1 2; do
+  row "torch swap (scan order, parking), limit 7G" "$(run shim $SWAP GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
+  row "torch swap (default order), limit 7G" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
+done
+row "torch off, limit 7G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
+GPT="32 10 4096 2 1024"
+echo "== PyTorch GPT-style, width 4096, 2 layers, batch 32, seq 1024, bf16 (peak 13.8 GiB), device limit 9448M" | tee -a "$OUT/placement_table.txt"
+row "gpt no shim, no limit" "$(run python3 $P/torch_gpt.py $GPT)"
+for i in 1 2; do
+  row "gpt swap (scan order, parking), limit 9448M" "$(run shim $SWAP GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
+  row "gpt swap (default order), limit 9448M" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
+done
+row "gpt off, limit 9448M (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
+fi
