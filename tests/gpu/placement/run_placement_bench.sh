@@ -61,22 +61,22 @@ row "S1 no shim, no limit" "$(run python3 $P/s1_cupy.py /tmp/s1data)"
 fi
 
 if want torch; then
-# Budgets at about peak / 1.5. docs/analysis/training-residency/BOUND.md: the least step time any
-# policy that moves data can reach (resnet50 2.0x, the transformer 1.3x).
-SWAP="GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on"
+# train NAME LIMIT SCRIPT ARGS...: no limit, then swap in scan order with parking and in the
+# default order (twice each), then off (expect out-of-memory), all with the device limit. Limits at
+# about peak / 1.5; docs/analysis/training-residency/BOUND.md: the least step time any policy that
+# moves data can reach there (resnet50 2.0x, the transformer 1.3x).
+train() {
+  local name=$1 limit=$2 script=$P/$3
+  shift 3
+  row "$name no shim, no limit" "$(run python3 "$script" "$@")"
+  for i in 1 2; do
+    row "$name swap (scan order, parking), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
+    row "$name swap (default order), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
+  done
+  row "$name off, limit $limit (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
+}
 echo "== PyTorch resnet50 training, batch 128 (peak 10.6 GiB), device limit 7G" | tee -a "$OUT/placement_table.txt"
-row "torch no shim, no limit" "$(run python3 $P/torch_train.py 128 8)"
-for i in 1 2; do
-  row "torch swap (scan order, parking), limit 7G" "$(run shim $SWAP GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
-  row "torch swap (default order), limit 7G" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
-done
-row "torch off, limit 7G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=7G python3 $P/torch_train.py 128 8)"
-GPT="32 10 4096 2 1024"
+train torch 7G torch_train.py 128 8
 echo "== PyTorch GPT-style, width 4096, 2 layers, batch 32, seq 1024, bf16 (peak 13.8 GiB), device limit 9448M" | tee -a "$OUT/placement_table.txt"
-row "gpt no shim, no limit" "$(run python3 $P/torch_gpt.py $GPT)"
-for i in 1 2; do
-  row "gpt swap (scan order, parking), limit 9448M" "$(run shim $SWAP GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
-  row "gpt swap (default order), limit 9448M" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
-done
-row "gpt off, limit 9448M (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=9448M python3 $P/torch_gpt.py $GPT)"
+train gpt 9448M torch_gpt.py 32 10 4096 2 1024
 fi

@@ -11,14 +11,12 @@ direction each, so the step takes at least max(forward, over/link) + max(backwar
 resnet50 makes 10.6 GiB of activations in a 71 ms step (1.6x a 7 GB budget needs 3.6 GiB each way,
 72 ms at 54 GB/s: at least 2.0x); a wide transformer does more arithmetic per byte it keeps.
 """
-import json
-import math
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+import train_steps
 
 
 class Block(torch.nn.Module):
@@ -69,25 +67,16 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randint(0, vocab, (batch, seq), device="cuda")
     y = torch.randint(0, vocab, (batch, seq), device="cuda")
-    times = []
-    try:
-        for _ in range(steps):
-            torch.cuda.synchronize()
-            t0 = time.time()
-            logits = model(x)
-            loss = F.cross_entropy(logits.view(-1, vocab).float(), y.view(-1))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            torch.cuda.synchronize()
-            times.append(time.time() - t0)
-    except torch.OutOfMemoryError as e:
-        print(json.dumps({"batch": batch, "error": "OutOfMemoryError", "message": str(e).splitlines()[0][:160]}))
-        return 3
-    print(json.dumps({"batch": batch, "width": width, "layers": layers, "seq": seq,
-                      "step_ms": round(1000 * statistics.median(times[3:]), 1),
-                      "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2), "loss": round(loss.item(), 4)}))
-    return 0 if math.isfinite(loss.item()) else 4
+
+    def step():
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, vocab).float(), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train_steps.run(step, steps, {"batch": batch, "width": width, "layers": layers, "seq": seq})
 
 
 if __name__ == "__main__":

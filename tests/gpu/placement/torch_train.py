@@ -4,13 +4,12 @@ memory PyTorch saw, and the loss, or the error the program died of.
 
   torch_train.py [BATCH] [STEPS]
 """
-import json
-import statistics
 import sys
-import time
 
 import torch
 import torchvision
+
+import train_steps
 
 
 def main():
@@ -21,23 +20,15 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, 224, 224, device="cuda")
     y = torch.randint(0, 1000, (batch,), device="cuda")
-    times = []
-    try:
-        for _ in range(steps):
-            torch.cuda.synchronize()
-            t0 = time.time()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            torch.cuda.synchronize()
-            times.append(time.time() - t0)
-    except torch.OutOfMemoryError as e:
-        print(json.dumps({"batch": batch, "error": "OutOfMemoryError", "message": str(e).splitlines()[0][:160]}))
-        return 3
-    print(json.dumps({"batch": batch, "step_ms": round(1000 * statistics.median(times[3:]), 1),
-                      "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2), "loss": round(loss.item(), 4)}))
-    return 0
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train_steps.run(step, steps, {"batch": batch})
 
 
 if __name__ == "__main__":
