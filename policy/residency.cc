@@ -43,6 +43,7 @@ void ResidencyPlanner::add_region(RegionId id, uint64_t size, uint64_t resident)
   r.size = size;
   r.chunks = size / cfg_.chunk_bytes + (size % cfg_.chunk_bytes != 0);
   r.resident_chunks = resident >= size ? r.chunks : resident / cfg_.chunk_bytes;
+  r.added = launch_;
   if (r.resident_chunks > 0) {
     resident_total_ += resident_of(r);
     lru_append(&r);
@@ -77,9 +78,14 @@ bool ResidencyPlanner::stays_remote(RegionId id) const {
 }
 
 void ResidencyPlanner::evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
+  need = evict_pass(need, spare_referenced, false, out);
+  evict_pass(need, spare_referenced, true, out);
+}
+
+uint64_t ResidencyPlanner::evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out) {
   // Whole chunks of each region from its end backwards, just enough.
   for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
-    if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0) continue;
+    if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0 || r->spared != spared) continue;
     const uint64_t before = resident_of(*r);
     while (need > 0 && r->resident_chunks > 0) {
       const uint64_t k = r->resident_chunks - 1;
@@ -93,6 +99,19 @@ void ResidencyPlanner::evict_lru(uint64_t need, bool spare_referenced, std::vect
     resident_total_ -= before - after;
     stats_.evicted_bytes += before - after;
   }
+  return need;
+}
+
+void ResidencyPlanner::set_spared(RegionId id, bool spared) {
+  auto it = regions_.find(id);
+  if (it != regions_.end()) it->second.spared = spared;
+}
+
+uint64_t ResidencyPlanner::idle_launches(RegionId id) const {
+  auto it = regions_.find(id);
+  if (it == regions_.end()) return 0;
+  const Region& r = it->second;
+  return launch_ - std::max(r.last_ref, r.added);
 }
 
 std::vector<Action> ResidencyPlanner::plan_room(uint64_t bytes, uint64_t budget) {

@@ -70,7 +70,9 @@ struct PlannerStats {
 // - A referenced region larger than the whole budget is never prefetched; it gets one stay_remote
 //   note when it becomes too large (again after it was prefetched in between).
 // - Room (and any budget shrink) is made by evicting whole chunks of non-referenced regions, least
-//   recently used first (ties: lower id first), each region from its end backwards, just enough.
+//   recently used first (ties: lower id first), each region from its end backwards, just enough;
+//   regions marked to be spared (set_spared: their memory is expected to be freed unused,
+//   policy/lifetime.h) only when the others do not make enough room.
 //   Resident chunks of referenced regions are never evicted, even when they alone exceed the budget.
 // - Ping-pong: a prefetch of a region whose chunks were evicted within the window is a round trip;
 //   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
@@ -78,7 +80,7 @@ struct PlannerStats {
 //   until room is needed.
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
-// Actions: all evictions (LRU order), then prefetches (argument order), then stay_remote notes.
+// Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
 // Cost per launch: O(referenced log referenced + regions evicted from + chunks moved).
 class ResidencyPlanner {
  public:
@@ -103,6 +105,11 @@ class ResidencyPlanner {
   // region protected. Returns nothing when `bytes` alone exceeds the budget.
   std::vector<Action> plan_room(uint64_t bytes, uint64_t budget);
 
+  // Evict it only after every region not so marked (unknown ids ignored).
+  void set_spared(RegionId id, bool spared);
+  // Launches since one referenced it (since it was added, if none did); 0 for unknown ids.
+  uint64_t idle_launches(RegionId id) const;
+
   // The host touched it or copies moved it: none of it is resident any more (not an eviction, so
   // it does not count towards ping-pong).
   void mark_on_host(RegionId id);
@@ -123,11 +130,13 @@ class ResidencyPlanner {
     uint64_t chunks = 0;           // ceil(size / chunk)
     uint64_t resident_chunks = 0;  // resident prefix [0, resident_chunks)
     uint64_t last_ref = 0;         // launch that last referenced it; 0: never (not in the LRU list)
+    uint64_t added = 0;            // launch count when it was added
     uint64_t seen = 0;             // launch stamp for de-duplicating the referenced list
     uint64_t last_evicted = 0;     // launch of the latest eviction since the last prefetch; 0: none
     std::vector<uint64_t> trips;   // launches of recent round trips (at most pingpong_limit)
     bool pingpong_stopped = false;
     bool too_large_noted = false;
+    bool spared = false;
     uint8_t plan = kNone;          // this launch's decision, kept until its actions are written
     uint64_t plan_from = 0;        // first missing chunk when the decision is kPrefetch
     Region* prev = nullptr;  // LRU list, oldest at head
@@ -140,8 +149,11 @@ class ResidencyPlanner {
   void lru_unlink(Region* r);
   void lru_append(Region* r);
   // Evicts whole chunks, least recently used regions first, until `need` bytes are gone; skips the
-  // regions the current launch references when `spare_referenced`.
+  // regions the current launch references when `spare_referenced`, and spared regions unless the
+  // others are not enough.
   void evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out);
+  // One pass over the LRU list: regions spared or not (`spared`); returns what is still needed.
+  uint64_t evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out);
 
   ResidencyConfig cfg_;
   std::unordered_map<RegionId, Region> regions_;  // node-based: Region addresses are stable

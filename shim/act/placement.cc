@@ -274,6 +274,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       for (const swap::Woken& w : woken) {
         residency_track(w.base, swap::chunk_bytes(), dev, Tracked::swap, w.on_device ? swap::chunk_bytes() : 0);
       }
+      residency_swap_made(static_cast<uintptr_t>(*out), req.bytes, dev);
       break;
     case Where::out_of_memory:
       break;
@@ -306,6 +307,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     if (swap) {
       // Kept for reuse (act/swap.h), at most a budget's worth.
       std::vector<uintptr_t> dead;
+      residency_swap_freeing(region->base);
       r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
       for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {

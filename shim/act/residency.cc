@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "entry/common.h"
+#include "policy/lifetime.h"
 #include "policy/residency.h"
 #include "trace/trace.h"
 
@@ -36,6 +37,21 @@ struct State {
     bool swap;  // movable memory (act/swap.h), else managed memory
   };
   std::unordered_map<uintptr_t, Entry> tracked;
+  // GPUMEMSHIM_SWAP_FORECAST: how movable allocations end, the live ones, and per chunk how many
+  // live allocations it holds and how many of them are expected to be freed unused.
+  policy::LifetimeForecast forecast;
+  struct Life {
+    uint64_t size;
+    policy::LifetimeForecast::Key key;
+    bool dies_idle;
+    int dev;
+  };
+  std::unordered_map<uintptr_t, Life> lives;
+  struct Census {
+    uint32_t live = 0;
+    uint32_t dying = 0;
+  };
+  std::unordered_map<uintptr_t, Census> census;
 };
 
 State& state() {
@@ -246,6 +262,50 @@ void residency_make_room(int device, uint64_t bytes) {
   ledger().set_resident(device, p.resident_bytes());
   // Not ordered after any particular stream: the context synchronisation before the copies is.
   carry_out(s, actions, device, nullptr, false);
+}
+
+namespace {
+
+// Caller holds s.mu. The chunks of a movable allocation gain (+1) or lose (-1) it.
+void count_life(State& s, uintptr_t base, const State::Life& life, int sign) {
+  policy::ResidencyPlanner& p = planner(s, life.dev);
+  for (uintptr_t c = swap::chunk_of(base); c < base + life.size; c += swap::chunk_bytes()) {
+    State::Census& n = s.census[c];
+    n.live += sign;
+    n.dying += life.dies_idle ? sign : 0;
+    p.set_spared(c, n.live != 0 && n.dying == n.live);
+    if (n.live == 0) s.census.erase(c);
+  }
+}
+
+}  // namespace
+
+void residency_swap_made(uintptr_t base, uint64_t size, int device) {
+  if (!options().swap_forecast.value || device < 0 || device >= kMaxDevices) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  const policy::LifetimeForecast::Key key = s.forecast.made(size);
+  State::Life life{size, key, s.forecast.dies_idle(key), device};
+  if (!s.lives.emplace(base, life).second) return;
+  count_life(s, base, life, +1);
+}
+
+void residency_swap_freeing(uintptr_t base) {
+  if (!options().swap_forecast.value) return;
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.lives.find(base);
+  if (it == s.lives.end()) return;
+  const State::Life life = it->second;
+  s.lives.erase(it);
+  // A launch that uses the allocation references all its chunks: the least idle is the most recent.
+  policy::ResidencyPlanner& p = planner(s, life.dev);
+  uint64_t idle = UINT64_MAX;
+  for (uintptr_t c = swap::chunk_of(base); c < base + life.size; c += swap::chunk_bytes()) idle = std::min(idle, p.idle_launches(c));
+  s.forecast.ended(life.key, idle);
+  count_life(s, base, life, -1);
 }
 
 uint64_t residency_resident_bytes(uintptr_t base) {

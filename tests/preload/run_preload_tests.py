@@ -799,6 +799,20 @@ class PreloadSwap(PreloadCase):
         self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 3 + 3, 6 + 4 + 4))
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
+    def test_forecast_keeps_memory_freed_idle(self):
+        evicted = {}
+        for forecast in ("off", "on"):
+            run = self.run_program("swap_forecast", env=dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M",
+                                                             GPUMEMSHIM_SWAP_FORECAST=forecast))
+            self.assertIn("swap forecast ok", run.stdout)
+            s = self.only_stats(run)
+            evicted[forecast] = s["decisions"]["evicted"]["bytes"] // MiB
+            self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+        # Off: 12 MiB an iteration (the previous g for a, w for the new g, a chunk of a for w).
+        # On: once two gs were freed idle, the previous g stays and dies on the device, w goes for a
+        # and the new g takes the freed room: 8 MiB an iteration, in the last six.
+        self.assertEqual(evicted, {"off": 116, "on": 116 - 6 * 4})
+
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a
         # check, without crashing.

@@ -92,6 +92,39 @@ TEST(Residency, RoomForANewRegionEvictsTheLeastRecentlyUsedJustEnough) {
   EXPECT_EQ(p.stats().evicted_bytes, 8 * MiB);
 }
 
+TEST(Residency, SparedRegionsAreEvictedOnlyWhenTheOthersAreNotEnough) {
+  ResidencyPlanner p(small_chunks());
+  for (RegionId id : {1, 2, 3}) {
+    p.add_region(id, 4 * MiB);
+    p.plan_launch({id}, 12 * MiB);  // 1 is the least recently used, 3 the most
+  }
+  p.set_spared(1, true);
+  p.set_spared(99, true);  // unknown: ignored
+  EXPECT_EQ(p.plan_room(2 * MiB, 12 * MiB), (Actions{ev(2, 2 * MiB, 2 * MiB)})) << "2 is the oldest not spared";
+  EXPECT_EQ(p.plan_launch({3}, 6 * MiB), (Actions{ev(2, 0, 2 * MiB), ev(1, 2 * MiB, 2 * MiB)}))
+      << "3 is referenced and 2 is not enough: then 1, spared, from its end";
+  p.set_spared(1, false);
+  EXPECT_EQ(p.plan_room(2 * MiB, 6 * MiB), (Actions{ev(1, 0, 2 * MiB)})) << "no longer spared: the oldest again";
+  EXPECT_EQ(p.resident_bytes(), 4 * MiB);
+}
+
+TEST(Residency, IdleLaunchesCountFromTheLastReferenceOrFromTheAdd) {
+  ResidencyPlanner p(small_chunks());
+  EXPECT_EQ(p.idle_launches(1), 0u) << "unknown";
+  p.add_region(1, 2 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.add_region(2, 2 * MiB, 2 * MiB);
+  EXPECT_EQ(p.idle_launches(1), 0u);
+  EXPECT_EQ(p.idle_launches(2), 0u);
+  for (int i = 0; i < 5; ++i) p.plan_launch({2}, 8 * MiB);
+  EXPECT_EQ(p.idle_launches(1), 5u);
+  EXPECT_EQ(p.idle_launches(2), 0u);
+  p.add_region(3, 2 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  EXPECT_EQ(p.idle_launches(1), 0u);
+  EXPECT_EQ(p.idle_launches(3), 1u) << "never referenced: counted from its add";
+}
+
 TEST(Residency, PrefetchesReferencedRegionOnce) {
   ResidencyPlanner p(small_chunks());
   p.add_region(1, 10 * MiB);
