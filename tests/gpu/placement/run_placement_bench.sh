@@ -61,9 +61,9 @@ row "S1 no shim, no limit" "$(run python3 $P/s1_cupy.py /tmp/s1data)"
 fi
 
 if want torch; then
-# train NAME LIMIT SCRIPT ARGS...: no limit, then swap in scan order with parking and in the
-# default order (twice each), then off (expect out-of-memory), all with the device limit. Limits at
-# about peak / 1.5; docs/analysis/training-residency/BOUND.md: the least step time any policy that
+# train NAME LIMIT SCRIPT ARGS...: no limit, then swap in scan order with parking (with and
+# without GPUMEMSHIM_SWAP_FORECAST) and in the default order (twice each), then off (expect
+# out-of-memory), all with the device limit. Limits at about peak / 1.5; docs/analysis/training-residency/BOUND.md: the least step time any policy that
 # moves data can reach there (resnet50 2.0x, the transformer 1.3x).
 train() {
   local name=$1 limit=$2 script=$P/$3
@@ -71,6 +71,7 @@ train() {
   row "$name no shim, no limit" "$(run python3 "$script" "$@")"
   for i in 1 2; do
     row "$name swap (scan order, parking), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
+    row "$name swap (scan order, parking, forecast off), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_SWAP_FORECAST=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
     row "$name swap (default order), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
   done
   row "$name off, limit $limit (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
