@@ -33,13 +33,17 @@ bool LifetimeForecast::dies_idle(Key key) const {
 }
 
 void LifetimeForecast::ended(Key key, uint64_t idle) {
-  if (counts_.size() >= cfg_.capacity && !counts_.contains(key)) counts_.clear();
-  uint8_t& c = counts_[key];
-  if (idle >= cfg_.idle) {
-    c = static_cast<uint8_t>(std::min(3, c + 1));
-  } else if (c > 0) {
-    --c;
+  auto it = counts_.find(key);
+  if (idle < cfg_.idle) {
+    // Only keys that ever died idle are kept: programs whose sizes vary would fill the table.
+    if (it != counts_.end() && it->second > 0 && --it->second == 0) counts_.erase(it);
+    return;
   }
+  if (it == counts_.end()) {
+    if (counts_.size() >= cfg_.capacity) counts_.clear();
+    it = counts_.emplace(key, uint8_t{0}).first;
+  }
+  it->second = static_cast<uint8_t>(std::min(3, it->second + 1));
 }
 
 }  // namespace gms::policy

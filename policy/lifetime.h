@@ -17,6 +17,10 @@
 // keeps a two-bit count of how its allocations ended: up when freed after at least `idle` launches
 // without a use, down otherwise; two or more forecasts an idle death.
 //
+// The caller measures idleness in the residency planner's launches (those that use movable memory;
+// under scan order copies and memsets too) and per chunk: an allocation beside one in use never
+// looks idle, which errs towards plain least-recently-used eviction.
+//
 // Pure bookkeeping: no CUDA, no globals, no I/O.
 #include <cstdint>
 #include <unordered_map>
@@ -26,7 +30,7 @@ namespace gms::policy {
 struct LifetimeConfig {
   uint32_t context = 4;         // sizes of earlier allocations in a key (at most 8)
   uint64_t idle = 16;           // launches without a use before a free that make it an idle death
-  uint64_t capacity = 1 << 14;  // keys kept; past it the table starts over
+  uint64_t capacity = 1 << 14;  // keys kept (those with idle deaths); past it the table starts over
 };
 
 class LifetimeForecast {

@@ -110,8 +110,9 @@ void ResidencyPlanner::set_spared(RegionId id, bool spared) {
 uint64_t ResidencyPlanner::idle_launches(RegionId id) const {
   auto it = regions_.find(id);
   if (it == regions_.end()) return 0;
-  const Region& r = it->second;
-  return launch_ - std::max(r.last_ref, r.added);
+  // A region made on the device before any launch has last_ref 1 at launch 0.
+  const uint64_t since = std::max(it->second.last_ref, it->second.added);
+  return since < launch_ ? launch_ - since : 0;
 }
 
 std::vector<Action> ResidencyPlanner::plan_room(uint64_t bytes, uint64_t budget) {

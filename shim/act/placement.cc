@@ -307,8 +307,8 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     if (swap) {
       // Kept for reuse (act/swap.h), at most a budget's worth.
       std::vector<uintptr_t> dead;
-      residency_swap_freeing(region->base);
       r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
+      if (r == CUDA_SUCCESS) residency_swap_freed(region->base);  // its chunks are still tracked
       for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {
       if (stream_ordered) {

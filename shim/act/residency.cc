@@ -291,7 +291,7 @@ void residency_swap_made(uintptr_t base, uint64_t size, int device) {
   count_life(s, base, life, +1);
 }
 
-void residency_swap_freeing(uintptr_t base) {
+void residency_swap_freed(uintptr_t base) {
   if (!options().swap_forecast.value) return;
   ShimScope scope;
   State& s = state();

@@ -22,11 +22,11 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t) = nullptr);
 // (nothing if they never could). For a new movable range, which is cheaper made on the device
 // than made on the host and brought in by the next launch.
 void residency_make_room(int device, uint64_t bytes);
-// A movable allocation was made at `base` (its chunks tracked already), and one is about to be freed
-// (its chunks still tracked): with GPUMEMSHIM_SWAP_FORECAST, how each ends is learned and chunks
+// A movable allocation was made at `base` (its chunks tracked already), and one was freed (its
+// chunks not forgotten yet): with GPUMEMSHIM_SWAP_FORECAST, how each ends is learned and chunks
 // that hold only allocations expected to be freed unused are evicted last (policy/lifetime.h).
 void residency_swap_made(uintptr_t base, uint64_t size, int device);
-void residency_swap_freeing(uintptr_t base);
+void residency_swap_freed(uintptr_t base);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
 

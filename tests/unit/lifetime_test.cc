@@ -63,6 +63,17 @@ TEST(Lifetime, TwoBitCountNeedsTwoIdleDeathsAndForgetsSlowly) {
   EXPECT_FALSE(f.dies_idle(k));
 }
 
+TEST(Lifetime, QuickDeathsKeepNoKeys) {
+  LifetimeForecast f;
+  for (uint64_t i = 1; i <= 100; ++i) f.ended(f.made(i * MiB), 0);
+  EXPECT_EQ(f.keys(), 0u) << "a program of varying sizes fills nothing";
+  const auto k = f.made(3 * MiB);
+  f.ended(k, 100);
+  EXPECT_EQ(f.keys(), 1u);
+  f.ended(k, 0);
+  EXPECT_EQ(f.keys(), 0u) << "counted back down to nothing: gone";
+}
+
 TEST(Lifetime, TheTableStartsOverWhenFull) {
   LifetimeConfig c;
   c.capacity = 4;

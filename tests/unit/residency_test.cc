@@ -123,6 +123,9 @@ TEST(Residency, IdleLaunchesCountFromTheLastReferenceOrFromTheAdd) {
   p.plan_launch({1}, 8 * MiB);
   EXPECT_EQ(p.idle_launches(1), 0u);
   EXPECT_EQ(p.idle_launches(3), 1u) << "never referenced: counted from its add";
+  ResidencyPlanner q(small_chunks());
+  q.add_region(1, 2 * MiB, 2 * MiB);
+  EXPECT_EQ(q.idle_launches(1), 0u) << "made on the device before any launch";
 }
 
 TEST(Residency, PrefetchesReferencedRegionOnce) {
