@@ -308,7 +308,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
       // Kept for reuse (act/swap.h), at most a budget's worth.
       std::vector<uintptr_t> dead;
       r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
-      if (r == CUDA_SUCCESS) residency_swap_freed(region->base);  // its chunks are still tracked
+      if (r == CUDA_SUCCESS) residency_swap_freed(region->base, region->size, region->device);  // chunks still tracked
       for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {
       if (stream_ordered) {

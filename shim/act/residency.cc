@@ -41,10 +41,8 @@ struct State {
   // live allocations it holds and how many of them are expected to be freed unused.
   policy::LifetimeForecast forecast;
   struct Life {
-    uint64_t size;
     policy::LifetimeForecast::Key key;
     bool dies_idle;
-    int dev;
   };
   std::unordered_map<uintptr_t, Life> lives;
   struct Census {
@@ -266,13 +264,14 @@ void residency_make_room(int device, uint64_t bytes) {
 
 namespace {
 
-// Caller holds s.mu. The chunks of a movable allocation gain (+1) or lose (-1) it.
-void count_life(State& s, uintptr_t base, const State::Life& life, int sign) {
-  policy::ResidencyPlanner& p = planner(s, life.dev);
-  for (uintptr_t c = swap::chunk_of(base); c < base + life.size; c += swap::chunk_bytes()) {
+// Caller holds s.mu. The chunks of the movable allocation [base, base + size) gain (+1) or lose
+// (-1) it.
+void count_life(State& s, uintptr_t base, uint64_t size, int dev, bool dies_idle, int sign) {
+  policy::ResidencyPlanner& p = planner(s, dev);
+  for (uintptr_t c = swap::chunk_of(base); c < base + size; c += swap::chunk_bytes()) {
     State::Census& n = s.census[c];
     n.live += sign;
-    n.dying += life.dies_idle ? sign : 0;
+    n.dying += dies_idle ? sign : 0;
     p.set_spared(c, n.live != 0 && n.dying == n.live);
     if (n.live == 0) s.census.erase(c);
   }
@@ -286,13 +285,13 @@ void residency_swap_made(uintptr_t base, uint64_t size, int device) {
   State& s = state();
   std::lock_guard lock(s.mu);
   const policy::LifetimeForecast::Key key = s.forecast.made(size);
-  State::Life life{size, key, s.forecast.dies_idle(key), device};
+  const State::Life life{key, s.forecast.dies_idle(key)};
   if (!s.lives.emplace(base, life).second) return;
-  count_life(s, base, life, +1);
+  count_life(s, base, size, device, life.dies_idle, +1);
 }
 
-void residency_swap_freed(uintptr_t base) {
-  if (!options().swap_forecast.value) return;
+void residency_swap_freed(uintptr_t base, uint64_t size, int device) {
+  if (!options().swap_forecast.value || device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -301,11 +300,11 @@ void residency_swap_freed(uintptr_t base) {
   const State::Life life = it->second;
   s.lives.erase(it);
   // A launch that uses the allocation references all its chunks: the least idle is the most recent.
-  policy::ResidencyPlanner& p = planner(s, life.dev);
+  policy::ResidencyPlanner& p = planner(s, device);
   uint64_t idle = UINT64_MAX;
-  for (uintptr_t c = swap::chunk_of(base); c < base + life.size; c += swap::chunk_bytes()) idle = std::min(idle, p.idle_launches(c));
+  for (uintptr_t c = swap::chunk_of(base); c < base + size; c += swap::chunk_bytes()) idle = std::min(idle, p.idle_launches(c));
   s.forecast.ended(life.key, idle);
-  count_life(s, base, life, -1);
+  count_life(s, base, size, device, life.dies_idle, -1);
 }
 
 uint64_t residency_resident_bytes(uintptr_t base) {

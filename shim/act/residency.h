@@ -26,7 +26,7 @@ void residency_make_room(int device, uint64_t bytes);
 // chunks not forgotten yet): with GPUMEMSHIM_SWAP_FORECAST, how each ends is learned and chunks
 // that hold only allocations expected to be freed unused are evicted last (policy/lifetime.h).
 void residency_swap_made(uintptr_t base, uint64_t size, int device);
-void residency_swap_freed(uintptr_t base);
+void residency_swap_freed(uintptr_t base, uint64_t size, int device);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
 
