@@ -63,8 +63,9 @@ fi
 if want torch; then
 # train NAME LIMIT SCRIPT ARGS...: no limit, then swap in scan order with parking (with and
 # without GPUMEMSHIM_SWAP_FORECAST) and in the default order (twice each), then off (expect
-# out-of-memory), all with the device limit. Limits at about peak / 1.5; docs/analysis/training-residency/BOUND.md: the least step time any policy that
-# moves data can reach there (resnet50 2.0x, the transformer 1.3x).
+# out-of-memory), all with the device limit. Limits at about peak / 1.5;
+# docs/analysis/training-residency/BOUND.md: the least step time any policy that moves data can
+# reach there (resnet50 2.0x, the transformer 1.3x).
 train() {
   local name=$1 limit=$2 script=$P/$3
   shift 3
