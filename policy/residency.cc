@@ -86,20 +86,77 @@ uint64_t ResidencyPlanner::evict_pass(uint64_t need, bool spare_referenced, bool
   // Whole chunks of each region from its end backwards, just enough.
   for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
     if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0 || r->spared != spared) continue;
-    const uint64_t before = resident_of(*r);
-    while (need > 0 && r->resident_chunks > 0) {
-      const uint64_t k = r->resident_chunks - 1;
-      const uint64_t chunk = bytes_of_chunks(*r, k + 1) - bytes_of_chunks(*r, k);
-      need -= std::min(need, chunk);
-      r->resident_chunks = k;
+    uint64_t n = 0;
+    for (uint64_t k = r->resident_chunks; need > 0 && k > 0; --k, ++n) {
+      need -= std::min(need, bytes_of_chunks(*r, k) - bytes_of_chunks(*r, k - 1));
     }
-    const uint64_t after = resident_of(*r);
-    out.push_back({ActionKind::evict_to_host, r->id, after, before - after});
-    r->last_evicted = launch_;
-    resident_total_ -= before - after;
-    stats_.evicted_bytes += before - after;
+    r->evicted_uses = r->uses;
+    evict_chunks(*r, n, out);
   }
   return need;
+}
+
+void ResidencyPlanner::evict_chunks(Region& r, uint64_t n, std::vector<Action>& out) {
+  const uint64_t before = resident_of(r);
+  r.resident_chunks -= n;
+  const uint64_t after = resident_of(r);
+  out.push_back({ActionKind::evict_to_host, r.id, after, before - after});
+  r.last_evicted = launch_;
+  resident_total_ -= before - after;
+  stats_.evicted_bytes += before - after;
+}
+
+void ResidencyPlanner::came_back(Region& r) {
+  // last_ref is still the use before this launch.
+  const bool long_gap = launch_ - std::max(r.last_ref, r.added) >= cfg_.early_min_gap;
+  if (r.early_at != 0) {
+    if (!long_gap || tight_ == r.tight_at_early) r.learned_uses = 0;
+  } else if (r.evicted_uses != 0) {
+    r.learned_uses = long_gap ? r.evicted_uses : 0;
+  }
+  r.early_at = 0;
+  r.evicted_uses = 0;
+  r.uses = 0;
+}
+
+void ResidencyPlanner::note_room(uint64_t budget, uint64_t extra) {
+  if (resident_total_ + extra + cfg_.chunk_bytes > budget) ++tight_;
+}
+
+std::vector<RegionId> ResidencyPlanner::early_candidates(uint64_t min_idle) {
+  std::vector<Region*> found;
+  std::erase_if(armed_, [&](RegionId id) {
+    auto it = regions_.find(id);
+    if (it == regions_.end()) return true;
+    Region& r = it->second;
+    if (!r.armed) return true;  // a stale entry of an id since replaced
+    if (r.resident_chunks == 0 || r.learned_uses == 0 || r.uses < r.learned_uses || r.spared) {
+      r.armed = false;
+      return true;
+    }
+    if (r.seen != launch_ && launch_ - r.last_ref >= min_idle) found.push_back(&r);
+    return false;
+  });
+  std::sort(found.begin(), found.end(), [](const Region* a, const Region* b) { return a->last_ref < b->last_ref; });
+  std::vector<RegionId> ids;
+  ids.reserve(found.size());
+  for (const Region* r : found) ids.push_back(r->id);
+  return ids;
+}
+
+std::vector<Action> ResidencyPlanner::evict_early(const std::vector<RegionId>& ids) {
+  std::vector<Action> out;
+  for (RegionId id : ids) {
+    auto it = regions_.find(id);
+    if (it == regions_.end() || it->second.resident_chunks == 0 || it->second.seen == launch_) continue;
+    Region& r = it->second;
+    const uint64_t before = resident_of(r);
+    evict_chunks(r, r.resident_chunks, out);
+    stats_.early_bytes += before;
+    r.early_at = launch_;
+    r.tight_at_early = tight_;
+  }
+  return out;
 }
 
 void ResidencyPlanner::set_spared(RegionId id, bool spared) {
@@ -119,6 +176,7 @@ std::vector<Action> ResidencyPlanner::plan_room(uint64_t bytes, uint64_t budget)
   std::vector<Action> actions;
   if (bytes > budget) return actions;
   evict_lru(resident_total_ + bytes > budget ? resident_total_ + bytes - budget : 0, false, actions);
+  note_room(budget, bytes);
   return actions;
 }
 
@@ -170,6 +228,7 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
       }
       r.trips.push_back(launch_);
     }
+    came_back(r);
     r.plan = kPrefetch;
     ++n_prefetch;
     r.plan_from = r.resident_chunks;
@@ -202,7 +261,12 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
     if (r->last_ref != 0) lru_unlink(r);
     lru_append(r);
     r->last_ref = launch_;
+    if (++r->uses == r->learned_uses && !r->armed) {
+      r->armed = true;
+      armed_.push_back(r->id);
+    }
   }
+  note_room(budget, 0);
   return actions;
 }
 

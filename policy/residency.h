@@ -31,6 +31,9 @@ struct ResidencyConfig {
   // `pingpong_window` launches earlier; round trips count while fewer than `pingpong_window`
   // launches old. 0 turns ping-pong detection off.
   uint64_t pingpong_window = 64;
+  // Early eviction (early_candidates): a region is evicted as soon as its uses are over only when
+  // it was last brought back at least this many launches after its last use before that.
+  uint64_t early_min_gap = 32;
 
   static constexpr uint64_t kMinChunk = 2ull << 20;
   static constexpr uint64_t kMaxChunk = 64ull << 20;
@@ -58,6 +61,7 @@ struct PlannerStats {
   uint64_t prefetched_bytes = 0;
   uint64_t evicted_bytes = 0;
   uint64_t pingpong_stops = 0;  // regions stopped for ping-pong
+  uint64_t early_bytes = 0;     // of evicted_bytes, evicted early (evict_early)
   uint64_t too_large = 0;       // stay_remote notes for regions larger than the whole budget
 };
 
@@ -80,6 +84,15 @@ struct PlannerStats {
 //   until room is needed.
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
+// - Early eviction: a region evicted for room after U uses since it was last brought to the device
+//   (or made there), and brought back at least `early_min_gap` launches after its last use, is
+//   expected to go the same way again: once it has had U uses since it came back, it is an early
+//   candidate. Evicting it then (evict_early) moves its copy to the host to when the link is free,
+//   instead of when the next allocation needs the room (the optimizer's momentum of a training
+//   loop: used in the optimizer step, evicted during the next forward pass, when the copies to the
+//   host are what the step waits for). It stops being expected when it comes back sooner than
+//   `early_min_gap` launches, or when the device never came within a chunk of the budget between
+//   its early eviction and its return (the program no longer needs the room).
 // Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
 // Cost per launch: O(referenced log referenced + regions evicted from + chunks moved).
 class ResidencyPlanner {
@@ -104,6 +117,12 @@ class ResidencyPlanner {
   // evictions of the least recently used chunks, the same way a launch makes room but with no
   // region protected. Returns nothing when `bytes` alone exceeds the budget.
   std::vector<Action> plan_room(uint64_t bytes, uint64_t budget);
+
+  // Resident regions expected to be used no more until they would be evicted for room (see the
+  // rules), idle for at least `min_idle` launches, least recently used first.
+  std::vector<RegionId> early_candidates(uint64_t min_idle);
+  // Evicts the resident chunks of `ids` (early candidates the caller found idle on the GPU).
+  std::vector<Action> evict_early(const std::vector<RegionId>& ids);
 
   // Evict it only after every region not so marked (unknown ids ignored).
   void set_spared(RegionId id, bool spared);
@@ -137,6 +156,16 @@ class ResidencyPlanner {
     bool pingpong_stopped = false;
     bool too_large_noted = false;
     bool spared = false;
+    // Early eviction: uses since it was last made or brought to the device; the uses it had when
+    // evicted for room since then (0: not so evicted); the uses after which it is expected to be
+    // evicted (0: none); the launch of its early eviction since it came back (0: none) and the
+    // count of tight plans by then; whether armed_ lists it.
+    uint32_t uses = 0;
+    uint32_t evicted_uses = 0;
+    uint32_t learned_uses = 0;
+    uint64_t early_at = 0;
+    uint64_t tight_at_early = 0;
+    bool armed = false;
     uint8_t plan = kNone;          // this launch's decision, kept until its actions are written
     uint64_t plan_from = 0;        // first missing chunk when the decision is kPrefetch
     Region* prev = nullptr;  // LRU list, oldest at head
@@ -152,6 +181,12 @@ class ResidencyPlanner {
   // regions the current launch references when `spare_referenced`, and spared regions unless the
   // others are not enough.
   void evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out);
+  // Evicts the region's last `n` resident chunks.
+  void evict_chunks(Region& r, uint64_t n, std::vector<Action>& out);
+  // The referenced region comes back to the device: what its last eviction taught.
+  void came_back(Region& r);
+  // A plan that leaves less than a chunk free within `budget`, `extra` bytes to come included.
+  void note_room(uint64_t budget, uint64_t extra);
   // One pass over the LRU list: regions spared or not (`spared`); returns what is still needed.
   uint64_t evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out);
 
@@ -163,6 +198,8 @@ class ResidencyPlanner {
   uint64_t launch_ = 0;
   PlannerStats stats_;
   std::vector<Region*> scratch_;  // the launch's referenced regions, reused between launches
+  std::vector<RegionId> armed_;   // early candidates once idle (may hold stale ids)
+  uint64_t tight_ = 0;            // plans that left less than a chunk free (note_room)
 };
 
 }  // namespace gms::policy

@@ -22,6 +22,8 @@ namespace {
 
 using entry::call_real;
 constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
+// Launches an early candidate must have been idle for: the launch just before may still run.
+constexpr uint64_t kEarlyMinIdle = 2;
 
 struct Param {
   uint32_t offset;
@@ -134,18 +136,23 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 }
 
 // Caller holds s.mu. Issues the planner's actions: managed memory with prefetches on the stream,
-// movable memory in one batch (act/swap.h).
-void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CUstream stream, bool per_thread) {
+// movable memory in one batch (act/swap.h). The first `early` are early evictions.
+void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CUstream stream, bool per_thread,
+               size_t early = 0) {
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
-  auto done = [&](const policy::Action& a, CUresult r) {
+  auto done = [&](size_t k, CUresult r) {
+    const policy::Action& a = actions[k];
     if (r != CUDA_SUCCESS) return;
     const bool in = a.kind == policy::ActionKind::prefetch_to_device;
     st.decision(in ? Decision::prefetched : Decision::evicted, a.bytes);
+    if (k < early) st.decision(Decision::evicted_early, a.bytes);
     if (trace::enabled()) {
       trace::decision(in ? "prefetch" : "evict", a.region + a.offset, a.bytes, dev,
-                      in ? "referenced by the kernel" : "least recently used, for room in the budget");
+                      in         ? "referenced by the kernel"
+                      : k < early ? "its uses are over until room would take it (learned): early, while the link is free"
+                                  : "least recently used, for room in the budget");
     }
   };
   std::vector<swap::Move> moves;
@@ -163,11 +170,27 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
       moves.push_back({a.region, a.bytes, in});
       moved.push_back(k);
     } else {
-      done(a, move(a.region + a.offset, a.bytes, in ? gpu : host, stream, per_thread));
+      done(k, move(a.region + a.offset, a.bytes, in ? gpu : host, stream, per_thread));
     }
   }
   swap::move(moves, stream, per_thread);
-  for (size_t j = 0; j < moves.size(); ++j) done(actions[moved[j]], moves[j].result);
+  for (size_t j = 0; j < moves.size(); ++j) done(moved[j], moves[j].result);
+}
+
+// Caller holds s.mu. GPUMEMSHIM_SWAP_EARLY: puts before `actions` the early evictions of movable
+// chunks whose uses are over on the GPU (a move that would wait for a kernel would hold up the
+// launch); returns how many.
+size_t evict_early(State& s, policy::ResidencyPlanner& p, std::vector<policy::Action>& actions) {
+  if (!options().swap_early.value || options().swap_order != SwapOrder::scan) return 0;
+  std::vector<policy::RegionId> ids = p.early_candidates(kEarlyMinIdle);
+  std::erase_if(ids, [&](policy::RegionId id) {
+    auto t = s.tracked.find(id);
+    return t == s.tracked.end() || !t->second.swap || !swap::uses_over(id);
+  });
+  if (ids.empty()) return 0;
+  std::vector<policy::Action> early = p.evict_early(ids);
+  actions.insert(actions.begin(), early.begin(), early.end());
+  return early.size();
 }
 
 // Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
@@ -179,6 +202,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   policy::ResidencyPlanner& p = planner(s, dev);
   const uint64_t budget = used < limit ? limit - used : 0;
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
+  const size_t early = evict_early(s, p, actions);
   ledger().set_resident(dev, p.resident_bytes());
   // Freed movable ranges kept for reuse hold device memory too: the first to go for room, as
   // spare memory for the prefetches.
@@ -196,7 +220,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // Under the lock: no other thread frees a range (which may be handed out again at once) while
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
-  carry_out(s, actions, dev, stream, per_thread);
+  carry_out(s, actions, dev, stream, per_thread, early);
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
   if (!actions.empty()) trim_swap_spares(dev, 0);

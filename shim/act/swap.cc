@@ -905,6 +905,21 @@ bool holds_nothing(uintptr_t chunk) {
   return !sl || sl->arena.live_in(sl->chunk_at(chunk)) == 0;
 }
 
+bool uses_over(uintptr_t chunk) {
+  if (options().swap_order != SwapOrder::scan) return false;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.ranges.find(chunk);
+  if (it == s.ranges.end() || !it->second.chunk.on_device() || it->second.in_flight != 0 ||
+      unscanned_work() != s.unscanned_seen) {
+    return false;
+  }
+  for (const Mark& m : it->second.uses) {
+    if (call_real(GMS_REAL(cuEventQuery), m.event) != CUDA_SUCCESS) return false;
+  }
+  return true;
+}
+
 uint64_t retired_device_bytes(int dev) {
   if (dev < 0 || dev >= kMaxDevices) return 0;
   State& s = state();

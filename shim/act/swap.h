@@ -84,6 +84,11 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintp
 // Whether the chunk holds nothing live (it is not a residency region then).
 bool holds_nothing(uintptr_t chunk);
 
+// Scan order: whether the chunk is on the device and a move of it now would wait for nothing
+// (every launch the scan saw use it is over, and no work no scan saw was queued since the last
+// round). False under context order.
+bool uses_over(uintptr_t chunk);
+
 // Device memory held by chunks of `dev` with nothing live.
 uint64_t retired_device_bytes(int dev);
 // Unmaps the oldest such chunks of `dev` until at least `device_bytes` of their device memory are

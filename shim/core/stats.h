@@ -48,6 +48,7 @@ namespace gms {
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
+  X(evicted_early, "of those, evicted as soon as their uses were over, before room was needed (GPUMEMSHIM_SWAP_EARLY)") \
   X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")       \
   X(copy_registered, "pageable copies made at pinned speed from a block the shim registered")  \
   X(copy_staged, "pageable copies through the shim's pinned staging buffers")                  \

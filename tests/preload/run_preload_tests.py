@@ -813,6 +813,22 @@ class PreloadSwap(PreloadCase):
         # and the new g takes the freed room: 8 MiB an iteration, in the last six.
         self.assertEqual(evicted, {"off": 116, "on": 116 - 6 * 4})
 
+    def test_early_eviction(self):
+        env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M", GPUMEMSHIM_SWAP_ORDER="scan")
+        got = {}
+        for name, early, args in (("off", "off", []), ("on", "on", []), ("busy", "on", ["busy"])):
+            run = self.run_program("swap_early", *args, env=dict(env, GPUMEMSHIM_SWAP_EARLY=early))
+            self.assertIn("swap early ok", run.stdout)
+            s = self.only_stats(run)
+            d = s["decisions"]
+            got[name] = (d["evicted"]["bytes"] // MiB, d["evicted_early"]["bytes"] // MiB)
+            self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+        # m goes out once an iteration either way (4 MiB), early from the second iteration on (it
+        # was learned in the first), and never while the GPU may still use it (busy).
+        self.assertEqual(got["off"], (40, 0))
+        self.assertEqual(got["on"], (40, 36))
+        self.assertEqual(got["busy"], (got["off"][0], 0))
+
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a
         # check, without crashing.

@@ -650,6 +650,136 @@ TEST(Residency, StatsCountBytesStopsAndTooLarge) {
   EXPECT_EQ(s.too_large, 2u);
 }
 
+// ---- early eviction ------------------------------------------------------------------------------
+
+// A loop shaped like a training step in 8 MiB (4 chunks): region 1 (the "momentum") is used twice,
+// then 40 launches cycle through five 2 MiB regions (10 to 14), which need its room: it is evicted
+// for room, and comes back at the next step, 40 launches after its last use.
+struct Loop {
+  ResidencyPlanner p{small_chunks(/*limit=*/3, /*window=*/0)};
+  uint64_t budget = 8 * MiB;
+  Loop() {
+    p.add_region(1, 2 * MiB);
+    for (RegionId f = 10; f < 15; ++f) p.add_region(f, 2 * MiB);
+  }
+  Actions use(RegionId id) { return p.plan_launch({id}, budget); }
+  Actions fillers(int n, int from = 0) {
+    Actions all;
+    for (int j = from; j < from + n; ++j) {
+      Actions a = use(10 + j % 5);
+      all.insert(all.end(), a.begin(), a.end());
+    }
+    return all;
+  }
+  static bool evicts(const Actions& a, RegionId id) {
+    return std::any_of(a.begin(), a.end(), [&](const Action& x) { return x.kind == ActionKind::evict_to_host && x.region == id; });
+  }
+};
+
+TEST(Residency, EarlyEvictionLearnsTheUsesAfterWhichRoomTookTheRegion) {
+  Loop l;
+  l.use(1);
+  l.use(1);
+  EXPECT_TRUE(Loop::evicts(l.fillers(40), 1)) << "evicted for room after its two uses";
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "nothing learned before it came back";
+  l.use(1);  // back, 40 launches after its last use
+  EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{}) << "one use of two";
+  l.use(1);
+  l.fillers(1);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "idle for one launch only";
+  l.fillers(1, 1);
+  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+  EXPECT_EQ(l.p.evict_early({1}), (Actions{ev(1, 0, 2 * MiB)}));
+  EXPECT_EQ(l.p.resident_bytes(1), 0u);
+  EXPECT_EQ(l.p.stats().early_bytes, 2 * MiB);
+  EXPECT_FALSE(Loop::evicts(l.fillers(38, 2), 1)) << "already gone";
+  EXPECT_EQ(l.p.evict_early({1}), Actions{}) << "nothing resident";
+  // Room was still needed meanwhile, and it came back after a long gap: still expected.
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+}
+
+TEST(Residency, EarlyEvictionStopsWhenTheRegionComesBackSoon) {
+  Loop l;
+  l.use(1);
+  l.use(1);
+  l.fillers(40);
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+  l.p.evict_early({1});
+  l.fillers(2, 2);
+  l.use(1);  // a third use this time, 4 launches after the second: the early eviction was wrong
+  l.use(1);
+  l.fillers(3);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "not expected any more";
+  EXPECT_TRUE(Loop::evicts(l.fillers(40, 3), 1)) << "room takes it again, and teaches again";
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+}
+
+TEST(Residency, EarlyEvictionStopsWhenRoomIsNoLongerNeeded) {
+  Loop l;
+  l.use(1);
+  l.use(1);
+  l.fillers(40);
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+  l.p.evict_early({1});
+  l.budget = 64 * MiB;  // everything fits now: nothing is evicted for room
+  l.fillers(40);
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "the copies would be for nothing";
+}
+
+TEST(Residency, EarlyCandidatesNeedAllTheLearnedUsesAndNoSparing) {
+  Loop l;
+  l.use(1);
+  l.use(1);
+  l.fillers(40);
+  l.use(1);  // one use this step
+  l.fillers(4);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "one use of the two learned";
+  l.use(1);
+  l.fillers(2, 4);
+  l.p.set_spared(1, true);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "spared: expected to die, not to come back";
+  l.p.set_spared(1, false);
+  l.use(1);
+  l.fillers(2, 6);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "disarmed while spared, armed again only when it comes back";
+}
+
+TEST(Residency, EarlyCandidatesComeLeastRecentlyUsedFirstAndNeverTheLaunchsOwn) {
+  ResidencyPlanner p(small_chunks(3, 0));
+  for (RegionId id : {1, 2}) p.add_region(id, 2 * MiB);
+  for (RegionId f = 10; f < 15; ++f) p.add_region(f, 2 * MiB);
+  auto fillers = [&](int n) {
+    for (int j = 0; j < n; ++j) p.plan_launch({RegionId(10 + j % 5)}, 8 * MiB);
+  };
+  p.plan_launch({2}, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  fillers(40);
+  p.plan_launch({2}, 8 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  fillers(1);  // its room comes from the fillers of the step before: they are older
+  EXPECT_EQ(p.early_candidates(1), (std::vector<RegionId>{2, 1}));
+  p.plan_launch({2}, 8 * MiB);
+  EXPECT_EQ(p.early_candidates(0), std::vector<RegionId>{1}) << "2 is the launch's own";
+  EXPECT_EQ(p.evict_early({2, 1}), (Actions{ev(1, 0, 2 * MiB)}));
+  p.remove_region(1);
+  EXPECT_EQ(p.early_candidates(0), std::vector<RegionId>{}) << "1 is freed, 2 the launch's own";
+}
+
 // ---- invariants over a long made-up run -------------------------------------------------------
 
 // Replays the actions on a model of its own and checks, launch after launch: the model agrees with
@@ -717,6 +847,19 @@ TEST(Residency, LongRandomRunKeepsTheInvariants) {
         resident[a.region] = size[a.region];
       }
     }
+    if (rnd(4) == 0) {
+      const std::vector<RegionId> ids = p.early_candidates(2);
+      ASSERT_EQ(ids, twin.early_candidates(2));
+      const Actions early = p.evict_early(ids);
+      ASSERT_EQ(early, twin.evict_early(ids));
+      for (const Action& a : early) {
+        ASSERT_EQ(a.kind, ActionKind::evict_to_host);
+        ASSERT_TRUE(std::find(refs.begin(), refs.end(), a.region) == refs.end()) << "the launch's own";
+        ASSERT_EQ(a.offset, 0u) << "all of it";
+        ASSERT_EQ(a.bytes, resident[a.region]);
+        resident[a.region] = 0;
+      }
+    }
     uint64_t total = 0, referenced_resident = 0;
     for (auto& [id, bytes] : resident) {
       ASSERT_EQ(p.resident_bytes(id), bytes) << "region " << id;
@@ -734,6 +877,7 @@ TEST(Residency, LongRandomRunKeepsTheInvariants) {
   EXPECT_GT(p.stats().evicted_bytes, 0u);
   EXPECT_GT(p.stats().pingpong_stops, 0u);
   EXPECT_GT(p.stats().too_large, 0u);
+  EXPECT_GT(p.stats().early_bytes, 0u);
 }
 
 }  // namespace
