@@ -110,9 +110,12 @@ void ResidencyPlanner::came_back(Region& r) {
   // last_ref is still the use before this launch.
   const bool long_gap = launch_ - std::max(r.last_ref, r.added) >= cfg_.early_min_gap;
   if (r.early_at != 0) {
-    if (!long_gap || tight_ == r.tight_at_early) r.learned_uses = 0;
+    r.early_wrong = r.early_wrong || !long_gap;
+    if (r.early_wrong || tight_ == r.tight_at_early) r.learned_uses = r.prev_evicted_uses = 0;
   } else if (r.evicted_uses != 0) {
-    r.learned_uses = long_gap ? r.evicted_uses : 0;
+    const uint32_t uses = long_gap ? r.evicted_uses : 0;
+    r.learned_uses = !r.early_wrong && uses == r.prev_evicted_uses ? uses : 0;
+    r.prev_evicted_uses = uses;
   }
   r.early_at = 0;
   r.evicted_uses = 0;

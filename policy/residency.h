@@ -85,14 +85,15 @@ struct PlannerStats {
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
 // - Early eviction: a region evicted for room after U uses since it was last brought to the device
-//   (or made there), and brought back at least `early_min_gap` launches after its last use, is
-//   expected to go the same way again: once it has had U uses since it came back, it is an early
-//   candidate. Evicting it then (evict_early) moves its copy to the host to when the link is free,
+//   (or made there), twice in a row, and each time brought back at least `early_min_gap` launches
+//   after its last use, is expected to go the same way again: once it has had U uses since it came
+//   back, it is an early candidate. Evicting it then (evict_early) moves its copy to the host to when the link is free,
 //   instead of when the next allocation needs the room (the optimizer's momentum of a training
 //   loop: used in the optimizer step, evicted during the next forward pass, when the copies to the
-//   host are what the step waits for). It stops being expected when it comes back sooner than
-//   `early_min_gap` launches, or when the device never came within a chunk of the budget between
-//   its early eviction and its return (the program no longer needs the room).
+//   host are what the step waits for). A region that comes back sooner than `early_min_gap`
+//   launches after its early eviction is never evicted early again; one whose early eviction was
+//   not needed (the device never came within a chunk of the budget before it came back) is not
+//   until it is evicted for room twice in a row again.
 // Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
 // Cost per launch: O(referenced log referenced + regions evicted from + chunks moved).
 class ResidencyPlanner {
@@ -162,7 +163,9 @@ class ResidencyPlanner {
     // count of tight plans by then; whether armed_ lists it.
     uint32_t uses = 0;
     uint32_t evicted_uses = 0;
+    uint32_t prev_evicted_uses = 0;  // evicted_uses of the cycle before (0: none, or a short gap)
     uint32_t learned_uses = 0;
+    bool early_wrong = false;        // came back soon after an early eviction: never again
     uint64_t early_at = 0;
     uint64_t tight_at_early = 0;
     bool armed = false;

@@ -671,18 +671,33 @@ struct Loop {
     }
     return all;
   }
+  Actions step() {
+    use(1);
+    use(1);
+    return fillers(40);
+  }
+  // Steps until region 1 was evicted for room after two uses twice in a row (the first step's
+  // eviction, and the second's), then its two uses of the third step.
+  void learn() {
+    step();
+    step();
+    use(1);
+    use(1);
+  }
   static bool evicts(const Actions& a, RegionId id) {
     return std::any_of(a.begin(), a.end(), [&](const Action& x) { return x.kind == ActionKind::evict_to_host && x.region == id; });
   }
 };
 
-TEST(Residency, EarlyEvictionLearnsTheUsesAfterWhichRoomTookTheRegion) {
+TEST(Residency, EarlyEvictionLearnsTheUsesAfterWhichRoomTookTheRegionTwiceInARow) {
   Loop l;
-  l.use(1);
-  l.use(1);
-  EXPECT_TRUE(Loop::evicts(l.fillers(40), 1)) << "evicted for room after its two uses";
-  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "nothing learned before it came back";
+  EXPECT_TRUE(Loop::evicts(l.step(), 1)) << "evicted for room after its two uses";
   l.use(1);  // back, 40 launches after its last use
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{}) << "once is not a pattern";
+  EXPECT_TRUE(Loop::evicts(l.fillers(38, 2), 1)) << "evicted for room after two uses again";
+  l.use(1);
   EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{}) << "one use of two";
   l.use(1);
   l.fillers(1);
@@ -694,20 +709,33 @@ TEST(Residency, EarlyEvictionLearnsTheUsesAfterWhichRoomTookTheRegion) {
   EXPECT_EQ(l.p.stats().early_bytes, 2 * MiB);
   EXPECT_FALSE(Loop::evicts(l.fillers(38, 2), 1)) << "already gone";
   EXPECT_EQ(l.p.evict_early({1}), Actions{}) << "nothing resident";
-  // Room was still needed meanwhile, and it came back after a long gap: still expected.
+  // The budget was still full meanwhile, and it came back after a long gap: still expected.
   l.use(1);
   l.use(1);
   l.fillers(2);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
 }
 
-TEST(Residency, EarlyEvictionStopsWhenTheRegionComesBackSoon) {
+TEST(Residency, EarlyEvictionNeedsTheSameUsesTwiceInARow) {
   Loop l;
+  l.step();
+  l.use(1);  // three uses this time
+  l.step();
   l.use(1);
   l.use(1);
-  l.fillers(40);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "evicted after 2 uses, then after 3";
+  l.fillers(38, 2);  // evicted after 2 uses: 3, then 2
+  l.step();           // 2 again
   l.use(1);
   l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1}) << "after 2 and 2";
+}
+
+TEST(Residency, EarlyEvictionStopsForGoodWhenTheRegionComesBackSoon) {
+  Loop l;
+  l.learn();
   l.fillers(2);
   ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
   l.p.evict_early({1});
@@ -716,36 +744,38 @@ TEST(Residency, EarlyEvictionStopsWhenTheRegionComesBackSoon) {
   l.use(1);
   l.fillers(3);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "not expected any more";
-  EXPECT_TRUE(Loop::evicts(l.fillers(40, 3), 1)) << "room takes it again, and teaches again";
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(Loop::evicts(l.step(), 1)) << "room takes it again";
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "never again";
+}
+
+TEST(Residency, EarlyEvictionStopsWhenRoomIsNoLongerNeeded) {
+  Loop l;
+  l.learn();
+  l.fillers(2);
+  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+  l.p.evict_early({1});
+  l.budget = 64 * MiB;  // everything fits now: the budget is never full
+  l.fillers(40);
+  l.use(1);
+  l.use(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "the copies would be for nothing";
+  l.budget = 8 * MiB;  // full again: learnt again after two evictions for room
+  l.fillers(38, 2);
+  l.step();
   l.use(1);
   l.use(1);
   l.fillers(2);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
 }
 
-TEST(Residency, EarlyEvictionStopsWhenRoomIsNoLongerNeeded) {
-  Loop l;
-  l.use(1);
-  l.use(1);
-  l.fillers(40);
-  l.use(1);
-  l.use(1);
-  l.fillers(2);
-  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
-  l.p.evict_early({1});
-  l.budget = 64 * MiB;  // everything fits now: nothing is evicted for room
-  l.fillers(40);
-  l.use(1);
-  l.use(1);
-  l.fillers(2);
-  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "the copies would be for nothing";
-}
-
 TEST(Residency, EarlyCandidatesNeedAllTheLearnedUsesAndNoSparing) {
   Loop l;
-  l.use(1);
-  l.use(1);
-  l.fillers(40);
+  l.step();
+  l.step();
   l.use(1);  // one use this step
   l.fillers(4);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "one use of the two learned";
@@ -766,9 +796,11 @@ TEST(Residency, EarlyCandidatesComeLeastRecentlyUsedFirstAndNeverTheLaunchsOwn) 
   auto fillers = [&](int n) {
     for (int j = 0; j < n; ++j) p.plan_launch({RegionId(10 + j % 5)}, 8 * MiB);
   };
-  p.plan_launch({2}, 8 * MiB);
-  p.plan_launch({1}, 8 * MiB);
-  fillers(40);
+  for (int k = 0; k < 2; ++k) {
+    p.plan_launch({2}, 8 * MiB);
+    p.plan_launch({1}, 8 * MiB);
+    fillers(40);
+  }
   p.plan_launch({2}, 8 * MiB);
   p.plan_launch({1}, 8 * MiB);
   fillers(1);  // its room comes from the fillers of the step before: they are older

@@ -6,8 +6,8 @@
 //   a2 and w;
 //   the backward pass uses a1, then a1 and a2 are freed;
 //   the optimizer step uses m (it comes back) and then w.
-// Once m has been evicted for room after one use and came back 30 launches later, the shim evicts
-// it as soon as its use is over on the GPU, before a1 is filled. The first argument, "busy", makes
+// Once m has been evicted for room after one use twice in a row, each time coming back 30
+// launches later, the shim evicts it as soon as its use is over on the GPU, before a1 is filled. The first argument, "busy", makes
 // the stand-in driver's events never complete: no early eviction can go without waiting, so none
 // does. Every byte is checked each iteration; the runner compares the shim's counts.
 #include "swap_common.h"
