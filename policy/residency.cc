@@ -57,6 +57,8 @@ void ResidencyPlanner::remove_region(RegionId id) {
   Region& r = it->second;
   if (r.last_ref != 0) lru_unlink(&r);
   resident_total_ -= resident_of(r);
+  if (r.early_at != 0) early_away_ -= r.early_bytes;
+  if (r.armed) std::erase(armed_, id);
   regions_.erase(it);
 }
 
@@ -110,7 +112,8 @@ void ResidencyPlanner::came_back(Region& r) {
   // last_ref is still the use before this launch.
   const bool long_gap = launch_ - std::max(r.last_ref, r.added) >= cfg_.early_min_gap;
   if (r.early_at != 0) {
-    r.early_wrong = r.early_wrong || !long_gap;
+    early_away_ -= r.early_bytes;
+    r.early_wrong = r.early_wrong || launch_ - r.early_at < cfg_.early_min_gap;
     if (r.early_wrong || tight_ == r.tight_at_early) r.learned_uses = r.prev_evicted_uses = 0;
   } else if (r.evicted_uses != 0) {
     const uint32_t uses = long_gap ? r.evicted_uses : 0;
@@ -123,7 +126,7 @@ void ResidencyPlanner::came_back(Region& r) {
 }
 
 void ResidencyPlanner::note_room(uint64_t budget, uint64_t extra) {
-  if (resident_total_ + extra + cfg_.chunk_bytes > budget) ++tight_;
+  if (early_away_ != 0 && resident_total_ + extra + early_away_ > budget) ++tight_;
 }
 
 std::vector<RegionId> ResidencyPlanner::early_candidates(uint64_t min_idle) {
@@ -132,7 +135,6 @@ std::vector<RegionId> ResidencyPlanner::early_candidates(uint64_t min_idle) {
     auto it = regions_.find(id);
     if (it == regions_.end()) return true;
     Region& r = it->second;
-    if (!r.armed) return true;  // a stale entry of an id since replaced
     if (r.resident_chunks == 0 || r.learned_uses == 0 || r.uses < r.learned_uses || r.spared) {
       r.armed = false;
       return true;
@@ -140,7 +142,9 @@ std::vector<RegionId> ResidencyPlanner::early_candidates(uint64_t min_idle) {
     if (r.seen != launch_ && launch_ - r.last_ref >= min_idle) found.push_back(&r);
     return false;
   });
-  std::sort(found.begin(), found.end(), [](const Region* a, const Region* b) { return a->last_ref < b->last_ref; });
+  std::sort(found.begin(), found.end(), [](const Region* a, const Region* b) {
+    return a->last_ref != b->last_ref ? a->last_ref < b->last_ref : a->id < b->id;
+  });
   std::vector<RegionId> ids;
   ids.reserve(found.size());
   for (const Region* r : found) ids.push_back(r->id);
@@ -156,6 +160,8 @@ std::vector<Action> ResidencyPlanner::evict_early(const std::vector<RegionId>& i
     const uint64_t before = resident_of(r);
     evict_chunks(r, r.resident_chunks, out);
     stats_.early_bytes += before;
+    early_away_ += before;
+    r.early_bytes = before;
     r.early_at = launch_;
     r.tight_at_early = tight_;
   }
@@ -264,7 +270,8 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
     if (r->last_ref != 0) lru_unlink(r);
     lru_append(r);
     r->last_ref = launch_;
-    if (++r->uses == r->learned_uses && !r->armed) {
+    if (r->uses != UINT32_MAX) ++r->uses;
+    if (cfg_.early && r->uses == r->learned_uses && !r->armed) {
       r->armed = true;
       armed_.push_back(r->id);
     }

@@ -31,8 +31,9 @@ struct ResidencyConfig {
   // `pingpong_window` launches earlier; round trips count while fewer than `pingpong_window`
   // launches old. 0 turns ping-pong detection off.
   uint64_t pingpong_window = 64;
-  // Early eviction (early_candidates): a region is evicted as soon as its uses are over only when
-  // it was last brought back at least this many launches after its last use before that.
+  // Early eviction (see the rules): off, no region becomes a candidate. `early_min_gap`: in
+  // launches, what counts as a long absence.
+  bool early = false;
   uint64_t early_min_gap = 32;
 
   static constexpr uint64_t kMinChunk = 2ull << 20;
@@ -82,20 +83,22 @@ struct PlannerStats {
 //   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
 //   a stay_remote note and never moves to the device again (until removed); its resident chunks stay
 //   until room is needed.
+// - Early eviction (`early`): a region evicted for room after U uses since it was last brought to
+//   the device (or made there), twice in a row, and each time brought back at least
+//   `early_min_gap` launches after its last use, is expected to go the same way again: once it
+//   has had U uses since it came back, it is an early candidate. Evicting it then (evict_early)
+//   moves its copy to the host to when the link is free, instead of when the next allocation needs
+//   the room (the optimizer's momentum of a training loop: used in the optimizer step, evicted
+//   during the next forward pass, when the copies to the host are what the step waits for). A
+//   region that comes back sooner than `early_min_gap` launches after its early eviction is never
+//   evicted early again; one whose early eviction the budget did not need (it never lacked room
+//   for the bytes evicted early before the region came back) not until it is evicted for room
+//   twice in a row again.
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
-// - Early eviction: a region evicted for room after U uses since it was last brought to the device
-//   (or made there), twice in a row, and each time brought back at least `early_min_gap` launches
-//   after its last use, is expected to go the same way again: once it has had U uses since it came
-//   back, it is an early candidate. Evicting it then (evict_early) moves its copy to the host to when the link is free,
-//   instead of when the next allocation needs the room (the optimizer's momentum of a training
-//   loop: used in the optimizer step, evicted during the next forward pass, when the copies to the
-//   host are what the step waits for). A region that comes back sooner than `early_min_gap`
-//   launches after its early eviction is never evicted early again; one whose early eviction was
-//   not needed (the device never came within a chunk of the budget before it came back) is not
-//   until it is evicted for room twice in a row again.
 // Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
-// Cost per launch: O(referenced log referenced + regions evicted from + chunks moved).
+// Cost per launch: O(referenced log referenced + regions evicted from + chunks moved); per call of
+// early_candidates, O(armed regions).
 class ResidencyPlanner {
  public:
   explicit ResidencyPlanner(ResidencyConfig cfg = {});
@@ -159,14 +162,15 @@ class ResidencyPlanner {
     bool spared = false;
     // Early eviction: uses since it was last made or brought to the device; the uses it had when
     // evicted for room since then (0: not so evicted); the uses after which it is expected to be
-    // evicted (0: none); the launch of its early eviction since it came back (0: none) and the
-    // count of tight plans by then; whether armed_ lists it.
+    // evicted (0: none); the launch of its early eviction since it came back (0: none), the bytes
+    // it evicted and the count of tight plans by then; whether armed_ lists it.
     uint32_t uses = 0;
     uint32_t evicted_uses = 0;
     uint32_t prev_evicted_uses = 0;  // evicted_uses of the cycle before (0: none, or a short gap)
     uint32_t learned_uses = 0;
     bool early_wrong = false;        // came back soon after an early eviction: never again
     uint64_t early_at = 0;
+    uint64_t early_bytes = 0;
     uint64_t tight_at_early = 0;
     bool armed = false;
     uint8_t plan = kNone;          // this launch's decision, kept until its actions are written
@@ -188,7 +192,8 @@ class ResidencyPlanner {
   void evict_chunks(Region& r, uint64_t n, std::vector<Action>& out);
   // The referenced region comes back to the device: what its last eviction taught.
   void came_back(Region& r);
-  // A plan that leaves less than a chunk free within `budget`, `extra` bytes to come included.
+  // A plan whose `budget` would not hold the bytes evicted early as well (`extra` bytes to come
+  // included): room needed them gone.
   void note_room(uint64_t budget, uint64_t extra);
   // One pass over the LRU list: regions spared or not (`spared`); returns what is still needed.
   uint64_t evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out);
@@ -201,8 +206,9 @@ class ResidencyPlanner {
   uint64_t launch_ = 0;
   PlannerStats stats_;
   std::vector<Region*> scratch_;  // the launch's referenced regions, reused between launches
-  std::vector<RegionId> armed_;   // early candidates once idle (may hold stale ids)
-  uint64_t tight_ = 0;            // plans that left less than a chunk free (note_room)
+  std::vector<RegionId> armed_;   // early candidates once idle
+  uint64_t early_away_ = 0;       // bytes evicted early of regions not back since
+  uint64_t tight_ = 0;            // plans that needed them gone (note_room)
 };
 
 }  // namespace gms::policy

@@ -76,7 +76,11 @@ std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
 
 policy::ResidencyPlanner& planner(State& s, int dev) {
-  if (!s.planners[dev]) s.planners[dev] = new policy::ResidencyPlanner(policy::ResidencyConfig{});
+  if (!s.planners[dev]) {
+    policy::ResidencyConfig cfg;
+    cfg.early = options().swap_early.value && options().swap_order == SwapOrder::scan;
+    s.planners[dev] = new policy::ResidencyPlanner(cfg);
+  }
   return *s.planners[dev];
 }
 
@@ -181,12 +185,18 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
 // chunks whose uses are over on the GPU (a move that would wait for a kernel would hold up the
 // launch); returns how many.
 size_t evict_early(State& s, policy::ResidencyPlanner& p, std::vector<policy::Action>& actions) {
-  if (!options().swap_early.value || options().swap_order != SwapOrder::scan) return 0;
+  if (!p.config().early) return 0;
   std::vector<policy::RegionId> ids = p.early_candidates(kEarlyMinIdle);
-  std::erase_if(ids, [&](policy::RegionId id) {
+  // Oldest use first: once one is still in use on the GPU, the later ones most likely are too, and
+  // each query costs a lock and event queries on every launch while the GPU lags.
+  size_t n = 0;
+  for (policy::RegionId id : ids) {
     auto t = s.tracked.find(id);
-    return t == s.tracked.end() || !t->second.swap || !swap::uses_over(id);
-  });
+    if (t == s.tracked.end() || !t->second.swap) continue;
+    if (!swap::uses_over(id)) break;
+    ids[n++] = id;
+  }
+  ids.resize(n);
   if (ids.empty()) return 0;
   std::vector<policy::Action> early = p.evict_early(ids);
   actions.insert(actions.begin(), early.begin(), early.end());

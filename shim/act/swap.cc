@@ -910,7 +910,9 @@ bool uses_over(uintptr_t chunk) {
   State& s = state();
   std::lock_guard lock(s.mu);
   auto it = s.ranges.find(chunk);
-  if (it == s.ranges.end() || !it->second.chunk.on_device() || it->second.in_flight != 0 ||
+  // Another thread's work that no scan sees may be under way (between finish_copies and its
+  // mark): it may use the chunk.
+  if (it == s.ranges.end() || !it->second.chunk.on_device() || it->second.in_flight != 0 || s.unscanned_open != 0 ||
       unscanned_work() != s.unscanned_seen) {
     return false;
   }

@@ -816,7 +816,8 @@ class PreloadSwap(PreloadCase):
     def test_early_eviction(self):
         env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M", GPUMEMSHIM_SWAP_ORDER="scan")
         got = {}
-        for name, early, args in (("off", "off", []), ("on", "on", []), ("busy", "on", ["busy"])):
+        for name, early, args in (("off", "off", []), ("on", "on", []), ("busy", "on", ["busy"]),
+                                  ("unscanned", "on", ["unscanned"])):
             run = self.run_program("swap_early", *args, env=dict(env, GPUMEMSHIM_SWAP_EARLY=early))
             self.assertIn("swap early ok", run.stdout)
             s = self.only_stats(run)
@@ -825,10 +826,11 @@ class PreloadSwap(PreloadCase):
             self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
         # m goes out once an iteration either way (4 MiB): for room in the first two iterations,
         # which teach the shim that it goes after one use, and early in the eight after them; never
-        # early while the GPU may still use it (busy).
+        # early while the GPU may still use it (busy), or while work no scan sees may (unscanned).
         self.assertEqual(got["off"], (40, 0))
         self.assertEqual(got["on"], (40, 32))
-        self.assertEqual(got["busy"], (got["off"][0], 0))
+        self.assertEqual(got["busy"], (40, 0))
+        self.assertEqual(got["unscanned"], (40, 0))
 
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a

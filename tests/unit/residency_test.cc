@@ -655,10 +655,16 @@ TEST(Residency, StatsCountBytesStopsAndTooLarge) {
 // A loop shaped like a training step in 8 MiB (4 chunks): region 1 (the "momentum") is used twice,
 // then 40 launches cycle through five 2 MiB regions (10 to 14), which need its room: it is evicted
 // for room, and comes back at the next step, 40 launches after its last use.
+ResidencyConfig early_on() {
+  ResidencyConfig c = small_chunks(/*limit=*/3, /*window=*/0);
+  c.early = true;
+  return c;
+}
+
 struct Loop {
-  ResidencyPlanner p{small_chunks(/*limit=*/3, /*window=*/0)};
+  ResidencyPlanner p;
   uint64_t budget = 8 * MiB;
-  Loop() {
+  explicit Loop(ResidencyConfig c = early_on()) : p(c) {
     p.add_region(1, 2 * MiB);
     for (RegionId f = 10; f < 15; ++f) p.add_region(f, 2 * MiB);
   }
@@ -776,21 +782,79 @@ TEST(Residency, EarlyCandidatesNeedAllTheLearnedUsesAndNoSparing) {
   Loop l;
   l.step();
   l.step();
-  l.use(1);  // one use this step
-  l.fillers(4);
+  l.budget = 64 * MiB;  // room for everything: it stays on the device from here on
+  l.use(1);             // back: two uses learned; one so far
+  l.fillers(3);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "one use of the two learned";
   l.use(1);
-  l.fillers(2, 4);
+  l.fillers(3);
   l.p.set_spared(1, true);
   EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "spared: expected to die, not to come back";
   l.p.set_spared(1, false);
   l.use(1);
-  l.fillers(2, 6);
-  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "disarmed while spared, armed again only when it comes back";
+  l.fillers(3);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "disarmed while spared; armed again when it comes back";
+  EXPECT_EQ(l.p.resident_bytes(1), 2 * MiB) << "resident all along: the checks above are about the uses and sparing";
+}
+
+TEST(Residency, EarlyCandidatesAfterAllTheLearnedUsesOnly) {
+  Loop l;
+  l.step();
+  l.step();
+  l.budget = 64 * MiB;
+  l.use(1);
+  l.fillers(3);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{});
+  l.use(1);
+  l.fillers(3);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1}) << "the second use armed it";
+}
+
+TEST(Residency, EarlyCandidatesCountTheUsesSinceTheRegionCameBack) {
+  Loop l;
+  l.learn();  // armed by its second use
+  EXPECT_TRUE(Loop::evicts(l.fillers(40), 1)) << "not evicted early (nobody asked): room took it";
+  l.use(1);   // back
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{}) << "one use since it came back, of two";
+  l.use(1);
+  l.fillers(2, 2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
+}
+
+TEST(Residency, EarlyEvictionOffArmsNothing) {
+  ResidencyConfig c = early_on();
+  c.early = false;
+  Loop l(c);
+  l.learn();
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{});
+}
+
+TEST(Residency, EarlyCandidatesForgetRegionsRemovedAndAddedAgain) {
+  Loop l;
+  l.learn();
+  l.p.remove_region(1);
+  l.p.add_region(1, 2 * MiB, 2 * MiB);  // the same id, a new region: nothing learned
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{});
+  l.p.remove_region(1);
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(0), std::vector<RegionId>{}) << "no stale entry answers for a gone id";
+}
+
+TEST(Residency, EarlyCandidatesListARegionOnceAfterItsIdCameBack) {
+  Loop l;
+  l.learn();  // armed
+  l.p.remove_region(1);
+  l.p.add_region(1, 2 * MiB);
+  l.learn();  // the new region learns and is armed too
+  l.fillers(2);
+  EXPECT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
 }
 
 TEST(Residency, EarlyCandidatesComeLeastRecentlyUsedFirstAndNeverTheLaunchsOwn) {
-  ResidencyPlanner p(small_chunks(3, 0));
+  ResidencyPlanner p(early_on());
   for (RegionId id : {1, 2}) p.add_region(id, 2 * MiB);
   for (RegionId f = 10; f < 15; ++f) p.add_region(f, 2 * MiB);
   auto fillers = [&](int n) {
@@ -820,6 +884,7 @@ TEST(Residency, EarlyCandidatesComeLeastRecentlyUsedFirstAndNeverTheLaunchsOwn) 
 // the same input agree exactly.
 TEST(Residency, LongRandomRunKeepsTheInvariants) {
   ResidencyConfig cfg = small_chunks(/*limit=*/2, /*window=*/16);
+  cfg.early = true;
   ResidencyPlanner p(cfg), twin(cfg);
   std::map<RegionId, uint64_t> size, resident;
   uint64_t state = 12345;

@@ -5,19 +5,34 @@
 //   room: the least recently used chunk, m (4M, the optimizer's momentum), goes; 30 launches use
 //   a2 and w;
 //   the backward pass uses a1, then a1 and a2 are freed;
-//   the optimizer step uses m (it comes back) and then w.
-// Once m has been evicted for room after one use twice in a row, each time coming back 30
-// launches later, the shim evicts it as soon as its use is over on the GPU, before a1 is filled. The first argument, "busy", makes
-// the stand-in driver's events never complete: no early eviction can go without waiting, so none
-// does. Every byte is checked each iteration; the runner compares the shim's counts.
+//   the optimizer step uses m (it comes back, about 38 launches after its last use: 32 or more
+//   make a long absence) and then w.
+// Once m has been evicted for room after one use twice in a row, the shim evicts it as soon as its
+// use is over on the GPU, before a1 is filled. The first argument changes that:
+//   busy       the stand-in driver's events never complete: no early eviction can go without
+//              waiting, so none does;
+//   unscanned  before each use of the forward pass until room takes m, a kernel with no parameter
+//              layout (work no scan sees: it may use m), so none does either.
+// Every byte is checked each iteration; the runner compares the shim's counts.
 #include "swap_common.h"
 
 using namespace swap_test;
+
+// Reads its pointer's first word: a kernel whose parameters the shim cannot scan.
+static volatile uint32_t g_seen;
+static void k_unseen(void** p) { g_seen = *preload::dev_ptr<uint32_t>(*static_cast<CUdeviceptr*>(p[0])); }
 
 int main(int argc, char** argv) {
   preload::use_device0();
   declare_kernels();
   if (preload::has_arg(argc, argv, "busy")) fake_cuda_set_events_busy(1);
+  const bool unscanned = preload::has_arg(argc, argv, "unscanned");
+  // Takes m's address, but the shim cannot know: no layout was declared for it.
+  auto unseen = [&](CUdeviceptr x) {
+    if (!unscanned) return;
+    void* params[] = {&x};
+    CK(cuLaunchKernel(preload::as_function(k_unseen), 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
+  };
   CUdeviceptr w = 0, m = 0;
   CK(cuMemAlloc(&m, 4 * MiB));
   put(m, 5);
@@ -27,8 +42,11 @@ int main(int argc, char** argv) {
   for (uint32_t it = 0; it < 10; ++it) {
     CUdeviceptr a1 = 0, a2 = 0;
     CK(cuMemAlloc(&a1, 4 * MiB));
+    unseen(m);
     put(a1, 100 + it);
+    unseen(m);
     CK(inc(a1, nullptr));
+    unseen(m);
     CK(inc(w, nullptr));
     CK(cuMemAlloc(&a2, 4 * MiB));
     put(a2, 200 + it);
