@@ -690,6 +690,13 @@ struct Loop {
     use(1);
     use(1);
   }
+  // learn(), then two launches later region 1 is a candidate and is evicted early.
+  void learn_and_evict_early() {
+    learn();
+    fillers(2);
+    ASSERT_EQ(p.early_candidates(2), std::vector<RegionId>{1});
+    p.evict_early({1});
+  }
   static bool evicts(const Actions& a, RegionId id) {
     return std::any_of(a.begin(), a.end(), [&](const Action& x) { return x.kind == ActionKind::evict_to_host && x.region == id; });
   }
@@ -741,10 +748,7 @@ TEST(Residency, EarlyEvictionNeedsTheSameUsesTwiceInARow) {
 
 TEST(Residency, EarlyEvictionStopsForGoodWhenTheRegionComesBackSoon) {
   Loop l;
-  l.learn();
-  l.fillers(2);
-  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
-  l.p.evict_early({1});
+  ASSERT_NO_FATAL_FAILURE(l.learn_and_evict_early());
   l.fillers(2, 2);
   l.use(1);  // a third use this time, 4 launches after the second: the early eviction was wrong
   l.use(1);
@@ -759,10 +763,7 @@ TEST(Residency, EarlyEvictionStopsForGoodWhenTheRegionComesBackSoon) {
 
 TEST(Residency, EarlyEvictionStopsWhenRoomIsNoLongerNeeded) {
   Loop l;
-  l.learn();
-  l.fillers(2);
-  ASSERT_EQ(l.p.early_candidates(2), std::vector<RegionId>{1});
-  l.p.evict_early({1});
+  ASSERT_NO_FATAL_FAILURE(l.learn_and_evict_early());
   l.budget = 64 * MiB;  // everything fits now: the budget is never full
   l.fillers(40);
   l.use(1);
