@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -130,6 +132,9 @@ struct State {
   Mark copies[kMaxDevices];  // by context device
   int unscanned_open = 0;     // work no scan sees, between finish_copies and end_unscanned
   uint64_t unscanned_seen = 0;
+  // Signalled when another thread's work is queued: a range's in_flight or unscanned_open drops.
+  std::condition_variable queued;
+  bool queueing_stuck_said = false;
 };
 constexpr uint64_t kUnmarked = ~uint64_t{0};
 
@@ -495,6 +500,28 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
     }
   }
   return CUDA_SUCCESS;
+}
+
+// Scan order, before a round moves `moves`: waits (on s.mu, via `lock`) while another thread is
+// queueing work that may use them and that no mark records yet: a launch or transfer the scan saw
+// use one of the ranges, between its await and its mark (in_flight), or work no scan sees, between
+// finish_copies and end_unscanned. Else the round's copy out could run beside that work on the GPU,
+// and what it writes there after the copy read the chunk would be lost. Queueing takes
+// microseconds; a bound keeps a hook that never closed from stalling every round.
+void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::vector<Move>& moves) {
+  auto busy = [&] {
+    if (s.unscanned_open > 0) return true;
+    return std::any_of(moves.begin(), moves.end(), [&](const Move& m) {
+      auto it = s.ranges.find(m.base);
+      return it != s.ranges.end() && it->second.in_flight > 0;
+    });
+  };
+  if (!busy()) return;
+  Timed t(Timing::swap_wait_ns);
+  if (s.queued.wait_for(lock, std::chrono::seconds(2), [&] { return !busy(); }) || s.queueing_stuck_said) return;
+  s.queueing_stuck_said = true;
+  log(LogLevel::warn, Line().str("swap: another thread's work on movable memory was still being queued after 2 s; "
+                                 "moving it anyway (its data may be stale: please report this)"));
 }
 
 // Work on `stream` (per_thread: the per-thread default) waits on the GPU for `m`, or here when
@@ -974,7 +1001,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   entry::RelaxedCapture relaxed;
   Timed timed(Timing::swap_move_ns);
   State& s = state();
-  std::lock_guard lock(s.mu);
+  std::unique_lock lock(s.mu);
+  if (options().swap_order == SwapOrder::scan) wait_for_queueing(s, lock, moves);
   auto fail = [](Move& m, const char* what, CUresult r, uint64_t n) {
     say(what, r, n);
     if (m.result == CUDA_SUCCESS) m.result = r;
@@ -1286,6 +1314,7 @@ void end_unscanned() {
   State& s = state();
   std::lock_guard lock(s.mu);
   if (s.unscanned_open > 0) --s.unscanned_open;
+  s.queued.notify_all();
 }
 
 void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_order_relaxed); }
@@ -1347,6 +1376,7 @@ void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_threa
       s.unscanned_seen = kUnmarked;  // an unmarked use: the next round waits for the context
     }
   }
+  if (n != 0) s.queued.notify_all();  // in_flight dropped: a round may be waiting (wait_for_queueing)
 }
 
 }  // namespace gms::act::swap

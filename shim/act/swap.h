@@ -20,7 +20,11 @@
 // copies are waited for before the launch. Under scan order they wait only for the launches the
 // scan saw use the ranges moved (an event recorded after each), copy on the shim's own streams,
 // and leave whatever uses the ranges next to wait for the copies on the GPU: kernels queued before
-// keep running meanwhile. With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
+// keep running meanwhile. A round also waits while another thread is queueing work that may use
+// the ranges and that no mark records yet (a launch between its plan and its mark, or work no scan
+// sees), so that the work's writes reach the copy out. (Context order has no such wait yet: a
+// launch another thread queues between a round's synchronisation and its remaps, of a chunk it
+// uses that the round takes for room, could run beside the copy out.) With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
 // unmapped (parked) until something the shim sees uses them: mapping host memory costs 13 to 20 ms
 // per GiB. The driver then knows nothing there (pointer queries fail). Work the scan does not
 // see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)

@@ -136,6 +136,8 @@ struct Block {
   size_t size;
   size_t map_len;  // what to munmap (0: not ours to unmap)
   Kind kind;
+  int fd = -1;          // vmm: the memory mapped there (fake_cuda_physical)
+  size_t offset = 0;
 };
 struct Reservation {
   size_t size;
@@ -1201,8 +1203,22 @@ FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAll
   if (!raw_mmap(dp(ptr), size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, h->second.fd, static_cast<off_t>(offset))) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  m[base] = Block{base, size, 0, Kind::vmm};
+  m[base] = Block{base, size, 0, Kind::vmm, h->second.fd, offset};
   return CUDA_SUCCESS;
+}
+
+// A kernel on a GPU reaches the memory mapped at an address when it runs, whatever is mapped there
+// later: a second mapping of that memory (kept, so it stays valid after an unmap or release).
+FAKE_EXPORT void* fake_cuda_physical(CUdeviceptr ptr, size_t n) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto at = static_cast<uintptr_t>(ptr);
+  auto it = blocks().upper_bound(at);
+  if (it == blocks().begin()) return nullptr;
+  const Block& b = std::prev(it)->second;
+  if (b.kind != Kind::vmm || at + n > b.base + b.size) return nullptr;
+  const size_t from = b.offset + (at - b.base), page = from / kGranularity * kGranularity;
+  void* p = raw_mmap(nullptr, from - page + n, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd, static_cast<off_t>(page));
+  return p ? static_cast<unsigned char*>(p) + (from - page) : nullptr;
 }
 
 // The host word the latest cuStreamWaitValue32 waited on, and the access calls made while it was

@@ -43,6 +43,11 @@ unsigned long fake_cuda_access_calls_gated(void);
 // look. Once only.
 void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg);
 
+// The memory mapped at [ptr, ptr + n) of a virtual-memory mapping, reached at another address that
+// stays valid when the range is unmapped or remapped (as a running kernel reaches what was mapped
+// when it started); NULL when no single mapping covers the range.
+void* fake_cuda_physical(CUdeviceptr ptr, size_t n);
+
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
 // made before an interposer was loaded): cuMemFree_v2 / cuMemFreeHost accept it, the shim never saw it.
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);
