@@ -236,7 +236,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   if (!actions.empty()) trim_swap_spares(dev, 0);
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
-    t_uses.overflow = false;
+    t_uses.overflow = t_uses.unscanned = false;
     for (policy::RegionId id : referenced) {
       auto t = s.tracked.find(id);
       if (t == s.tracked.end() || !t->second.swap ||
@@ -254,6 +254,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
       swap::finish_copies();  // the ranges past the list are not awaited
       t_uses.unscanned = true;
     }
+    t_launch_open = t_uses.n != 0 || t_uses.overflow;
   }
   return true;
 }
@@ -368,6 +369,7 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
 }
 
 std::atomic<uint64_t> g_tracked_regions{0};
+thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   if ((!params && !extra) || options().prefetch == Prefetch::off) return;
@@ -386,7 +388,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
         // reach is left parked or mid-copy, and the next round of moves waits for the context.
         swap::finish_copies();
         t_uses.n = 0;
-        t_uses.overflow = t_uses.unscanned = true;
+        t_uses.overflow = t_uses.unscanned = t_launch_open = true;
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
@@ -441,6 +443,7 @@ void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {
 }
 
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
+  t_launch_open = false;
   if (t_uses.n == 0 && !t_uses.overflow) return;
   ShimScope scope;
   swap::mark_used(t_uses.bases, t_uses.n, stream, per_thread, t_uses.overflow, launched);

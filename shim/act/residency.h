@@ -40,12 +40,13 @@ inline void before_launch(CUfunction f, void** params, void** extra, CUstream st
   }
 }
 // Called by the launch hooks after the real launch: under GPUMEMSHIM_SWAP_ORDER=scan, marks it as
-// the last use of the movable memory its scan found (act/swap.h).
+// the last use of the movable memory its scan found (act/swap.h). Keyed on the thread's own state,
+// not on g_tracked_regions: another thread may free the last tracked region meanwhile, and a launch
+// left open would keep rounds of moves waiting for it.
+extern thread_local bool t_launch_open __attribute__((tls_model("initial-exec")));
 void after_launch_slow(CUstream stream, bool per_thread, bool launched);
 inline void after_launch(CUstream stream, bool per_thread, bool launched) {
-  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
-    after_launch_slow(stream, per_thread, launched);
-  }
+  if (__builtin_expect(t_launch_open, 0)) after_launch_slow(stream, per_thread, launched);
 }
 
 // Around a copy or memset whose device ends are `a` and `b` (0: none), in the copy hooks: under

@@ -506,8 +506,9 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
 // queueing work that may use them and that no mark records yet: a launch or transfer the scan saw
 // use one of the ranges, between its await and its mark (in_flight), or work no scan sees, between
 // finish_copies and end_unscanned. Else the round's copy out could run beside that work on the GPU,
-// and what it writes there after the copy read the chunk would be lost. Queueing takes
-// microseconds; a bound keeps a hook that never closed from stalling every round.
+// and what it writes there after the copy read the chunk would be lost. Queueing a launch takes
+// microseconds, but a synchronous copy no scan sees holds its window for as long as it runs; past a
+// minute, a window was never closed (a bug), and the round goes ahead rather than hang the program.
 void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::vector<Move>& moves) {
   auto busy = [&] {
     if (s.unscanned_open > 0) return true;
@@ -518,10 +519,17 @@ void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::
   };
   if (!busy()) return;
   Timed t(Timing::swap_wait_ns);
-  if (s.queued.wait_for(lock, std::chrono::seconds(2), [&] { return !busy(); }) || s.queueing_stuck_said) return;
-  s.queueing_stuck_said = true;
-  log(LogLevel::warn, Line().str("swap: another thread's work on movable memory was still being queued after 2 s; "
-                                 "moving it anyway (its data may be stale: please report this)"));
+  constexpr int kSlice = 2, kGiveUp = 60;  // seconds
+  for (int waited = 0; !s.queued.wait_for(lock, std::chrono::seconds(kSlice), [&] { return !busy(); });) {
+    waited += kSlice;
+    if (waited < kGiveUp) continue;
+    if (!s.queueing_stuck_said) {
+      s.queueing_stuck_said = true;
+      log(LogLevel::warn, Line().str("swap: another thread's work on movable memory was still being queued after ")
+                              .i64(kGiveUp).str(" s; moving the memory without waiting for it (its data may be stale)"));
+    }
+    return;
+  }
 }
 
 // Work on `stream` (per_thread: the per-thread default) waits on the GPU for `m`, or here when
@@ -696,6 +704,7 @@ void bury(State& s, Slab& sl, uint64_t c) {
   if (it == s.ranges.end()) return;
   drop_marks(s, it->second);  // the frees were ordered after their uses
   it->second.in_flight = 0;
+  s.queued.notify_all();
   s.dead.push_back(it->first);
   if (it->second.chunk.on_device()) s.dead_device[sl.dev] += it->second.size;
 }

@@ -45,7 +45,8 @@ void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg);
 
 // The memory mapped at [ptr, ptr + n) of a virtual-memory mapping, reached at another address that
 // stays valid when the range is unmapped or remapped (as a running kernel reaches what was mapped
-// when it started); NULL when no single mapping covers the range.
+// when it started); NULL when no single mapping covers the range. Call it before the memory is
+// released.
 void* fake_cuda_physical(CUdeviceptr ptr, size_t n);
 
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
