@@ -254,7 +254,6 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
       swap::finish_copies();  // the ranges past the list are not awaited
       t_uses.unscanned = true;
     }
-    t_launch_open = t_uses.n != 0 || t_uses.overflow;
   }
   return true;
 }
@@ -371,8 +370,20 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
 std::atomic<uint64_t> g_tracked_regions{0};
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 
+// Opens the calling thread's queue window (swap::begin_queue) when it goes out of scope, which must
+// be under the residency lock and after the thread's own moves: a round of another thread's moves
+// then either comes before the window (and the work sees its remaps, after its copies) or waits for
+// it to close. after_launch_slow closes it. Only movable memory needs it: the driver keeps managed
+// memory coherent under its own prefetches.
+struct QueueWindow {
+  ~QueueWindow() {
+    t_launch_open = true;
+    if (options().policy == Policy::swap) swap::begin_queue();
+  }
+};
+
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if ((!params && !extra) || options().prefetch == Prefetch::off) return;
+  if (options().prefetch == Prefetch::off) return;  // nothing ever moves
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
@@ -380,6 +391,8 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   State& s = state();
   {
     std::lock_guard lock(s.mu);
+    QueueWindow window;  // after the moves, before the lock goes
+    if (!params && !extra) return;
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
@@ -388,7 +401,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
         // reach is left parked or mid-copy, and the next round of moves waits for the context.
         swap::finish_copies();
         t_uses.n = 0;
-        t_uses.overflow = t_uses.unscanned = t_launch_open = true;
+        t_uses.overflow = t_uses.unscanned = true;
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
@@ -409,48 +422,64 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (trace::enabled()) trace::budget(dev);
 }
 
-bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked) {
-  if (options().swap_order != SwapOrder::scan || options().prefetch == Prefetch::off) return false;
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked, bool* scanned) {
+  if (options().prefetch == Prefetch::off) return false;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return false;
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
   std::lock_guard lock(s.mu);
+  QueueWindow window;
+  *marked = *scanned = false;
+  if (options().swap_order != SwapOrder::scan) return true;  // only the window: context order plans no transfer
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
   *marked = prepare_use(s, referenced, dev, stream, per_thread);
   // A transfer into a stream being captured is not scanned: it counts as unseen work.
-  return *marked || referenced.empty();
+  *scanned = *marked || referenced.empty();
+  return true;
 }
 
 bool before_unscanned_slow() {
-  if (options().swap_order != SwapOrder::scan) return false;
   ShimScope scope;
-  swap::finish_copies();
+  // Scan order: the window is finish_copies's (unscanned_open), which also waits for the shim's
+  // copies; context order has none under way.
+  if (options().swap_order == SwapOrder::scan) {
+    swap::finish_copies();
+  } else if (options().policy == Policy::swap) {
+    swap::begin_queue();
+  }
   return true;
 }
 
 void after_unscanned_slow() {
   ShimScope scope;
-  swap::end_unscanned();
+  if (options().swap_order == SwapOrder::scan) {
+    swap::end_unscanned();
+  } else if (options().policy == Policy::swap) {
+    swap::end_queue();
+  }
 }
 
-void after_transfer_slow(CUstream stream, bool per_thread, bool marked) {
-  if (marked) after_launch_slow(stream, per_thread, true);  // a failed one marked costs a wait
-  swap::count_scanned_transfer();
+void after_transfer_slow(CUstream stream, bool per_thread, bool scanned) {
+  after_launch_slow(stream, per_thread, true);  // a failed one marked costs a wait
+  if (scanned) swap::count_scanned_transfer();
 }
 
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
+  if (!t_launch_open) return;
   t_launch_open = false;
-  if (t_uses.n == 0 && !t_uses.overflow) return;
   ShimScope scope;
-  swap::mark_used(t_uses.bases, t_uses.n, stream, per_thread, t_uses.overflow, launched);
-  if (t_uses.unscanned) swap::end_unscanned();
-  t_uses.n = 0;
-  t_uses.overflow = false;
-  t_uses.unscanned = false;
+  if (t_uses.n != 0 || t_uses.overflow) {
+    swap::mark_used(t_uses.bases, t_uses.n, stream, per_thread, t_uses.overflow, launched);
+    if (t_uses.unscanned) swap::end_unscanned();
+    t_uses.n = 0;
+    t_uses.overflow = false;
+    t_uses.unscanned = false;
+  }
+  if (options().policy == Policy::swap) swap::end_queue();  // after the marks: a waiting round finds them
 }
 
 }  // namespace gms::act

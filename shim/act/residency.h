@@ -53,12 +53,15 @@ inline void after_launch(CUstream stream, bool per_thread, bool launched) {
 // GPUMEMSHIM_SWAP_ORDER=scan it is planned and marked like a launch that references them, so that
 // moves need not wait for the context after it. Copies the hooks cannot name the ends of (2D, 3D,
 // batches, arrays, peers) are not: the next round of moves waits for the context.
-// Returns whether it was scanned (scan order); *marked: whether it uses movable memory.
-bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked);
-void after_transfer_slow(CUstream stream, bool per_thread, bool marked);
+// Either order, it opens the thread's queue window (act/swap.h, begin_queue) until after the call.
+// Returns whether after_transfer_slow must follow; *scanned: it was scanned (scan order);
+// *marked: it uses movable memory.
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked, bool* scanned);
+void after_transfer_slow(CUstream stream, bool per_thread, bool scanned);
 // Around work whose memory no scan sees (the other copies, graph launches): under scan order it
 // first waits for the moves' copies still under way and has parked chunks mapped, and no round
-// parks a chunk until it is queued (act/swap.h, finish_copies).
+// parks a chunk or starts until it is queued (act/swap.h, finish_copies); under context order no
+// round starts until it is queued (begin_queue).
 bool before_unscanned_slow();
 void after_unscanned_slow();
 class UnscannedScope {
@@ -79,12 +82,12 @@ class TransferScope {
  public:
   TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {
     if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
-      scanned_ = before_transfer_slow(a, b, stream, per_thread, &marked_);
+      open_ = before_transfer_slow(a, b, stream, per_thread, &marked_, &scanned_);
     }
   }
   // After the hook counted the call: see swap::count_scanned_transfer.
   ~TransferScope() {
-    if (scanned_) after_transfer_slow(stream_, per_thread_, marked_);
+    if (open_) after_transfer_slow(stream_, per_thread_, scanned_);
   }
   TransferScope(const TransferScope&) = delete;
   TransferScope& operator=(const TransferScope&) = delete;
@@ -92,6 +95,7 @@ class TransferScope {
  private:
   CUstream stream_;
   bool per_thread_;
+  bool open_ = false;
   bool scanned_ = false;
   bool marked_ = false;
 };

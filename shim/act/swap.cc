@@ -132,7 +132,8 @@ struct State {
   Mark copies[kMaxDevices];  // by context device
   int unscanned_open = 0;     // work no scan sees, between finish_copies and end_unscanned
   uint64_t unscanned_seen = 0;
-  // Signalled when another thread's work is queued: a range's in_flight or unscanned_open drops.
+  int queueing = 0;           // windows between begin_queue and end_queue, all threads
+  // Signalled when another thread's work is queued: queueing, unscanned_open or in_flight drops.
   std::condition_variable queued;
   bool queueing_stuck_said = false;
 };
@@ -502,16 +503,19 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
   return CUDA_SUCCESS;
 }
 
-// Scan order, before a round moves `moves`: waits (on s.mu, via `lock`) while another thread is
-// queueing work that may use them and that no mark records yet: a launch or transfer the scan saw
-// use one of the ranges, between its await and its mark (in_flight), or work no scan sees, between
-// finish_copies and end_unscanned. Else the round's copy out could run beside that work on the GPU,
-// and what it writes there after the copy read the chunk would be lost. Queueing a launch takes
+// Before a round moves `moves`: waits (on s.mu, via `lock`) while another thread is queueing work
+// that the round's synchronisation (context order) or its wait for the uses (scan order) would not
+// cover yet: any launch or transfer between the end of its planning and its driver call
+// (queueing), and in scan order a launch or transfer the scan saw use one of the ranges, between
+// its await and its mark (in_flight), or work no scan sees, between finish_copies and
+// end_unscanned. Else the round's copy out could run beside that work on the GPU, and what it
+// writes there after the copy read the chunk would be lost. The waiter holds the residency lock,
+// which new windows need: they drain. Queueing a launch takes
 // microseconds, but a synchronous copy no scan sees holds its window for as long as it runs; past a
 // minute, a window was never closed (a bug), and the round goes ahead rather than hang the program.
 void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::vector<Move>& moves) {
   auto busy = [&] {
-    if (s.unscanned_open > 0) return true;
+    if (s.queueing > 0 || s.unscanned_open > 0) return true;
     return std::any_of(moves.begin(), moves.end(), [&](const Move& m) {
       auto it = s.ranges.find(m.base);
       return it != s.ranges.end() && it->second.in_flight > 0;
@@ -1011,7 +1015,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   Timed timed(Timing::swap_move_ns);
   State& s = state();
   std::unique_lock lock(s.mu);
-  if (options().swap_order == SwapOrder::scan) wait_for_queueing(s, lock, moves);
+  wait_for_queueing(s, lock, moves);
   auto fail = [](Move& m, const char* what, CUresult r, uint64_t n) {
     say(what, r, n);
     if (m.result == CUDA_SUCCESS) m.result = r;
@@ -1323,6 +1327,19 @@ void end_unscanned() {
   State& s = state();
   std::lock_guard lock(s.mu);
   if (s.unscanned_open > 0) --s.unscanned_open;
+  s.queued.notify_all();
+}
+
+void begin_queue() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  ++s.queueing;
+}
+
+void end_queue() {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.queueing > 0) --s.queueing;
   s.queued.notify_all();
 }
 

@@ -20,11 +20,9 @@
 // copies are waited for before the launch. Under scan order they wait only for the launches the
 // scan saw use the ranges moved (an event recorded after each), copy on the shim's own streams,
 // and leave whatever uses the ranges next to wait for the copies on the GPU: kernels queued before
-// keep running meanwhile. A round also waits while another thread is queueing work that may use
-// the ranges and that no mark records yet (a launch between its plan and its mark, or work no scan
-// sees), so that the work's writes reach the copy out. (Context order has no such wait yet: a
-// launch another thread queues between a round's synchronisation and its remaps, of a chunk it
-// uses that the round takes for room, could run beside the copy out.) With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
+// keep running meanwhile. In either order a round first waits while another thread is queueing
+// work (from the end of its hook's planning to after its driver call: begin_queue, end_queue), so
+// that the work is among what the round waits for and its writes reach the copies out. With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
 // unmapped (parked) until something the shim sees uses them: mapping host memory costs 13 to 20 ms
 // per GiB. The driver then knows nothing there (pointer queries fail). Work the scan does not
 // see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)
@@ -133,6 +131,12 @@ void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_threa
 // end_unscanned (once, after the work is queued) no round parks a chunk.
 void finish_copies();
 void end_unscanned();
+// Another thread's launch, copy, memset or work no scan sees is being queued: from the end of its
+// hook's planning (under the residency lock, after its own moves) to after its driver call. Rounds
+// of moves wait until no such window is open (act/residency.cc opens one for every launch and
+// transfer while movable memory exists: a lock each way).
+void begin_queue();
+void end_queue();
 // A copy or memset the hooks planned and marked like a launch (act/residency.h, TransferScope):
 // not work the scan missed.
 void count_scanned_transfer();

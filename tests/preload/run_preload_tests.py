@@ -834,16 +834,18 @@ class PreloadSwap(PreloadCase):
 
     def test_move_waits_for_work_being_queued(self):
         # Another thread's kernel, still being queued, uses the chunk a round of moves takes for
-        # room: the round waits for it (for its mark, or for the end of work no scan sees), so the
-        # kernel's writes reach the copy out. The program checks every word.
-        env = dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan")
-        for seen in ("unscanned", "scanned"):
-            run = self.run_program("swap_race", seen, env=env)
-            self.assertIn("swap race ok", run.stdout)
-            s = self.only_stats(run)
-            # m for y, then the checks of m, x and y bring each back, evicting x, y, m.
-            self.assertEqual(s["decisions"]["evicted"]["bytes"] // MiB, 4 + 3 * 4, seen)
-            self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+        # room: in either order the round waits until it is queued (and then for it: its mark, or
+        # the context), so the kernel's writes reach the copy out. The program checks every word.
+        for order in ("scan", "context"):
+            for seen in ("unscanned", "scanned"):
+                run = self.run_program("swap_race", seen, env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER=order))
+                self.assertIn("swap race ok", run.stdout)
+                s = self.only_stats(run)
+                # m for y; in scan order the checks of m, x and y (copies, planned there) then
+                # bring each back, evicting x, y, m.
+                self.assertEqual(s["decisions"]["evicted"]["bytes"] // MiB, 4 + 3 * 4 if order == "scan" else 4,
+                                 (order, seen))
+                self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a

@@ -1,5 +1,5 @@
-// A move of movable memory while another thread queues work that uses it
-// (GPUMEMSHIM_SWAP_ORDER=scan), over the stand-in driver. Run with GPUMEMSHIM_DEVICE_LIMIT=8M and
+// A move of movable memory while another thread queues work that uses it, in either
+// GPUMEMSHIM_SWAP_ORDER, over the stand-in driver. Run with GPUMEMSHIM_DEVICE_LIMIT=8M and
 // GPUMEMSHIM_SWAP_CHUNK=4M (two chunks).
 //
 // A second thread launches a kernel that adds one to every word of m the way a GPU runs it: into
@@ -7,10 +7,10 @@
 // made y, or 300 ms). Meanwhile the main thread makes y, which needs room: m goes, the least
 // recently used chunk. A round of moves that started while the kernel was being queued would copy m
 // out before the kernel's writes, and they would be lost; the round must wait until the launch is
-// marked (it then waits for the kernel too). The first argument says what the scan sees of the
-// kernel:
-//   scanned    its parameter layout: it uses m (a launch between its await and its mark);
-//   unscanned  nothing (no layout: work no scan sees, between finish_copies and end_unscanned).
+// queued (it then waits for the kernel too: the context, or the launch's mark in scan order). The
+// first argument says what the launch scan sees of the kernel:
+//   scanned    its parameter layout: it uses m;
+//   unscanned  nothing (no layout: in scan order, work no scan sees).
 // Every word of m and x is checked after.
 #include <atomic>
 #include <chrono>
