@@ -306,6 +306,8 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   if (r->placement == Placement::pinned && r->host_alias) {
     at = r->host_alias + (static_cast<uintptr_t>(dev) - r->base);
   } else if (r->placement == Placement::managed && residency_resident_bytes(r->base) == 0) {
+    // (Takes the residency lock inside the copy's queue window: no mover waits for such windows,
+    // which open only under policy swap, and swap makes no managed memory.)
     at = static_cast<uintptr_t>(dev);  // managed memory has one address on the host and the device
   } else {
     return false;

@@ -423,7 +423,8 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
 }
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked, bool* scanned) {
-  if (options().prefetch == Prefetch::off) return false;
+  const bool scan = options().swap_order == SwapOrder::scan;
+  if (options().prefetch == Prefetch::off || (!scan && options().policy != Policy::swap)) return false;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return false;
@@ -432,7 +433,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   std::lock_guard lock(s.mu);
   QueueWindow window;
   *marked = *scanned = false;
-  if (options().swap_order != SwapOrder::scan) return true;  // only the window: context order plans no transfer
+  if (!scan) return true;  // only the window: context order plans no transfer
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
@@ -443,12 +444,15 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
 }
 
 bool before_unscanned_slow() {
+  if (options().policy != Policy::swap) return false;
   ShimScope scope;
-  // Scan order: the window is finish_copies's (unscanned_open), which also waits for the shim's
-  // copies; context order has none under way.
+  // Under the residency lock, as every window opens: a round of moves waiting for the windows to
+  // close holds it, so no new one opens meanwhile. Scan order: the window is finish_copies's
+  // (unscanned_open), which also waits for the shim's copies; context order has none under way.
+  std::lock_guard lock(state().mu);
   if (options().swap_order == SwapOrder::scan) {
     swap::finish_copies();
-  } else if (options().policy == Policy::swap) {
+  } else {
     swap::begin_queue();
   }
   return true;
@@ -458,14 +462,15 @@ void after_unscanned_slow() {
   ShimScope scope;
   if (options().swap_order == SwapOrder::scan) {
     swap::end_unscanned();
-  } else if (options().policy == Policy::swap) {
+  } else {
     swap::end_queue();
   }
 }
 
 void after_transfer_slow(CUstream stream, bool per_thread, bool scanned) {
-  after_launch_slow(stream, per_thread, true);  // a failed one marked costs a wait
+  // Counted before the window closes: a round it wakes must not take the call for unseen work.
   if (scanned) swap::count_scanned_transfer();
+  after_launch_slow(stream, per_thread, true);  // a failed one marked costs a wait
 }
 
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
