@@ -443,6 +443,12 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   return true;
 }
 
+void before_pointer_query_slow(uintptr_t p) {
+  if (options().policy != Policy::swap || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
+  if (p < g_lo.load(std::memory_order_relaxed) || p >= g_hi.load(std::memory_order_relaxed)) return;
+  swap::unpark(p);
+}
+
 bool before_unscanned_slow() {
   if (options().policy != Policy::swap) return false;
   ShimScope scope;

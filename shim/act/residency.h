@@ -30,9 +30,19 @@ void residency_swap_freed(uintptr_t base, uint64_t size, int device);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
 
+// Managed regions tracked (any device): what the inline hooks below test first.
+extern std::atomic<uint64_t> g_tracked_regions;
+
+// Before a pointer query at `p` (the hooks of cuPointerGetAttribute(s), cuMemGetAddressRange):
+// movable memory parked there is mapped first (act/swap.h, unpark). One atomic load, inline, when
+// no managed memory is tracked.
+void before_pointer_query_slow(uintptr_t p);
+inline void before_pointer_query(uintptr_t p) {
+  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) before_pointer_query_slow(p);
+}
+
 // Called by the launch hooks before the real launch. Costs one atomic load, inline, when no
 // managed memory is tracked. Never prefetches into a stream that is being captured.
-extern std::atomic<uint64_t> g_tracked_regions;
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread);
 inline void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {

@@ -1330,6 +1330,16 @@ void end_unscanned() {
   s.queued.notify_all();
 }
 
+void unpark(uintptr_t addr) {
+  ShimScope scope;
+  entry::RelaxedCapture relaxed;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!slab_of(s, addr)) return;
+  std::vector<uintptr_t> bases{chunk_of(addr)};
+  map_parked(s, bases);
+}
+
 void begin_queue() {
   State& s = state();
   std::lock_guard lock(s.mu);

@@ -22,9 +22,10 @@
 // and leave whatever uses the ranges next to wait for the copies on the GPU: kernels queued before
 // keep running meanwhile. In either order a round first waits while another thread is queueing
 // work (from the end of its hook's planning to after its driver call: begin_queue, end_queue), so
-// that the work is among what the round waits for and its writes reach the copies out. With GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks
-// unmapped (parked) until something the shim sees uses them: mapping host memory costs 13 to 20 ms
-// per GiB. The driver then knows nothing there (pointer queries fail). Work the scan does not
+// that the work is among what the round waits for and its writes reach the copies out. With
+// GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks unmapped (parked) until something
+// the shim sees uses them: mapping host memory costs 13 to 20 ms per GiB. The driver then knows
+// nothing there (a pointer query has the chunk mapped first: unpark). Work the scan does not
 // see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)
 // first waits for the copies and has every parked chunk mapped, and makes the next round wait for
 // the context. What no hook sees at all, a kernel reaching movable memory through a pointer stored
@@ -131,6 +132,10 @@ void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_threa
 // end_unscanned (once, after the work is queued) no round parks a chunk.
 void finish_copies();
 void end_unscanned();
+// A pointer query (cuPointerGetAttribute(s), cuMemGetAddressRange) at `addr`: if it is in a parked
+// chunk, the chunk's host memory is mapped there first, since the driver knows nothing at a parked
+// address and the query would fail (CuPy importing a PyTorch tensor asks).
+void unpark(uintptr_t addr);
 // Another thread's launch, copy, memset or work no scan sees is being queued: from the end of its
 // hook's planning (under the residency lock, after its own moves) to after its driver call. Rounds
 // of moves wait until no such window is open (act/residency.cc opens one for every launch and

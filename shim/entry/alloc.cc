@@ -167,6 +167,26 @@ GMS_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   return r;
 }
 
+// Pointer queries: at a parked chunk of movable memory (GPUMEMSHIM_SWAP_PARK) the driver knows
+// nothing, so the chunk is mapped first and the driver answers as for any movable memory.
+GMS_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
+  GMS_NESTED(cuPointerGetAttribute, data, attr, p);
+  act::before_pointer_query(static_cast<uintptr_t>(p));
+  return call_real(GMS_REAL(cuPointerGetAttribute), data, attr, p);
+}
+
+GMS_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr p) {
+  GMS_NESTED(cuPointerGetAttributes, n, attrs, data, p);
+  act::before_pointer_query(static_cast<uintptr_t>(p));
+  return call_real(GMS_REAL(cuPointerGetAttributes), n, attrs, data, p);
+}
+
+GMS_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  GMS_NESTED(cuMemGetAddressRange_v2, base, size, p);
+  act::before_pointer_query(static_cast<uintptr_t>(p));
+  return call_real(GMS_REAL(cuMemGetAddressRange_v2), base, size, p);
+}
+
 GMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                                 unsigned long long flags) {
   GMS_NESTED(cuMemCreate, handle, size, prop, flags);

@@ -164,7 +164,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 117 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 120 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -427,7 +427,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("117 hooked implementations called", run.stdout)
+        self.assertIn("120 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -846,6 +846,15 @@ class PreloadSwap(PreloadCase):
                 self.assertEqual(s["decisions"]["evicted"]["bytes"] // MiB, 4 + 3 * 4 if order == "scan" else 4,
                                  (order, seen))
                 self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+
+    def test_pointer_queries_at_parked_memory(self):
+        # cuPointerGetAttribute(s) and cuMemGetAddressRange at parked chunks answer (the program
+        # checks what); the chunks they asked about are mapped again, not moved.
+        run = self.run_program("swap_query", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
+        self.assertIn("swap query ok", run.stdout)
+        s = self.only_stats(run)
+        self.assertGreaterEqual(s["decisions"]["evicted"]["calls"], 3, "a, b and c for c, d and e")
+        self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a

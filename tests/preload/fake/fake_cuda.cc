@@ -960,8 +960,8 @@ FAKE_IMPL(cuGetErrorName)(CUresult e, const char** s) {
 
 // ---- pointer queries (what the shim itself uses) ------------------------------------------------------
 
-FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdeviceptr ptr) {
-  count(k_cuPointerGetAttribute);
+namespace {
+CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr) {
   FAKE_TRY(need_init());
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   Block b;
@@ -996,6 +996,23 @@ FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdevicep
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
+}
+}  // namespace
+
+FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdeviceptr ptr) {
+  count(k_cuPointerGetAttribute);
+  return pointer_attribute(data, attr, ptr);
+}
+
+FAKE_IMPL(cuPointerGetAttributes)(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr ptr) {
+  count(k_cuPointerGetAttributes);
+  if (n == 0 || !attrs || !data) return CUDA_ERROR_INVALID_VALUE;
+  // As the driver: one call answers all, and fails as a whole for memory it does not know.
+  for (unsigned int i = 0; i < n; ++i) {
+    const CUresult r = pointer_attribute(data[i], attrs[i], ptr);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
 }
 
 FAKE_IMPL(cuMemGetAddressRange_v2)(CUdeviceptr* pbase, size_t* psize, CUdeviceptr ptr) {

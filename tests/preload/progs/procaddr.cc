@@ -192,9 +192,19 @@ int sweep() {
 
 // ---- every hooked implementation, once -------------------------------------------------------------
 
+// Hooked implementations the shim also calls for its own purposes (is this pointer pinned, where
+// does this range start): those calls are not the program's, so they count only when the program
+// calls them itself (one()).
+bool shim_also_calls(const char* impl) {
+  for (const char* h : {"cuPointerGetAttribute", "cuPointerGetAttributes", "cuMemGetAddressRange_v2"}) {
+    if (std::strcmp(h, impl) == 0) return true;
+  }
+  return false;
+}
+
 unsigned long hooked_total() {
   unsigned long n = 0;
-  for (const char* h : kHooked) n += g_calls(h);
+  for (const char* h : kHooked) n += shim_also_calls(h) ? 0 : g_calls(h);
   return n;
 }
 
@@ -235,7 +245,7 @@ void one(const char* impl, CUresult want, Call&& call) {
     std::fprintf(stderr, "%s returned %d, expected %d\n", impl, (int)r, (int)want);
     std::exit(1);
   }
-  unsigned long got = g_calls(impl) - mine, got_all = hooked_total() - all;
+  unsigned long got = g_calls(impl) - mine, got_all = hooked_total() - all + (shim_also_calls(impl) ? 1 : 0);
   if (got != 1 || got_all != 1) {
     std::fprintf(stderr, "%s: reached %lu times, hooked implementations reached %lu times; expected 1 and 1\n", impl, got,
                  got_all);
@@ -357,6 +367,18 @@ void every_hook(CUcontext ctx, CUstream s) {
   size_t free_b = 0, total = 0;
   ONE(cuMemGetInfo_v2, PFN_cuMemGetInfo_v3020, &free_b, &total);
   CHECK(total == preload::kTotalMem);
+  unsigned int type = 0;
+  ONE(cuPointerGetAttribute, PFN_cuPointerGetAttribute_v4000, &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d1);
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  unsigned int managed = 0;
+  void* answers[] = {&type, &managed};
+  ONE(cuPointerGetAttributes, PFN_cuPointerGetAttributes_v7000, 2u, attrs, answers, m1);
+  CHECK(managed == 1);
+  CUdeviceptr range_base = 0;
+  size_t range_size = 0;
+  ONE(cuMemGetAddressRange_v2, PFN_cuMemGetAddressRange_v3020, &range_base, &range_size, d1 + 16);
+  CHECK(range_base == d1 && range_size >= 16);
 
   CUmemAllocationProp prop = {};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
