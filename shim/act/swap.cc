@@ -46,9 +46,17 @@ struct Chunk {
   // Scan order: host-backed but not mapped in the program's range until something the shim sees
   // uses it (map_parked). Mapping host memory there costs 13 to 20 ms per GiB, unmapping it again
   // 5 more, and most evicted chunks are brought back before anything reads them over the link.
-  bool parked = false;
+  bool parked = false;  // set with set_parked
   bool on_device() const { return device.handle != 0; }
 };
+
+// Chunks parked, counted: a pointer query takes no lock while none is (unpark). A chunk that goes
+// away parked is counted off when its range is erased (release_dead).
+std::atomic<int64_t> g_parked{0};
+void set_parked(Chunk& c, bool parked) {
+  if (c.parked != parked) g_parked.fetch_add(parked ? 1 : -1, std::memory_order_relaxed);
+  c.parked = parked;
+}
 
 // An event and the device of the context it was made in (its pool).
 struct Mark {
@@ -557,7 +565,7 @@ void map_parked(State& s, std::vector<uintptr_t>& bases) {
     if (run.empty()) return;
     CUresult r = map_span(run, ranges.front()->dev);
     if (r == CUDA_SUCCESS) {
-      for (Range* range : ranges) range->chunk.parked = false;
+      for (Range* range : ranges) set_parked(range->chunk, false);
     } else {
       Line l;
       l.str("swap: could not map ").bytes(run.size() * run.front().size).str(" of host memory at ").hex(run.front().va)
@@ -683,6 +691,7 @@ void release_dead(State& s, size_t k, bool keep = false) {
   settle_chunk(s, *sl, c);
   if (it->second.chunk.on_device()) s.dead_device[sl->dev] -= it->second.size;
   if (!unback(s, base, it->second, keep)) return;
+  set_parked(it->second.chunk, false);
   s.ranges.erase(it);
   sl->arena.set_backing(c, policy::Arena::Backing::none);
 }
@@ -1159,7 +1168,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
         freed.emplace(o->at.size(), Freed{c.device, o->copied});
         c.device = {};
         c.host = o->host;
-        c.parked = parks;
+        set_parked(c, parks);
         note_backing(s, o->at.va(), *o->at.range);
         continue;
       }
@@ -1217,7 +1226,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       }
       spent_hosts.push_back(c.host);
       c.host = {};
-      c.parked = false;
+      set_parked(c, false);
       c.device = in->device;
       note_backing(s, in->at.va(), *in->at.range);
     }
@@ -1331,6 +1340,7 @@ void end_unscanned() {
 }
 
 void unpark(uintptr_t addr) {
+  if (g_parked.load(std::memory_order_relaxed) == 0) return;  // moves hold the lock across GPU waits
   ShimScope scope;
   entry::RelaxedCapture relaxed;
   State& s = state();

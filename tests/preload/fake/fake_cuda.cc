@@ -1006,11 +1006,25 @@ FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdevicep
 
 FAKE_IMPL(cuPointerGetAttributes)(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr ptr) {
   count(k_cuPointerGetAttributes);
+  FAKE_TRY(need_init());
   if (n == 0 || !attrs || !data) return CUDA_ERROR_INVALID_VALUE;
-  // As the driver: one call answers all, and fails as a whole for memory it does not know.
+  Block b;
+  const bool known = find_block(static_cast<uintptr_t>(ptr), 1, &b);
   for (unsigned int i = 0; i < n; ++i) {
-    const CUresult r = pointer_attribute(data[i], attrs[i], ptr);
-    if (r != CUDA_SUCCESS) return r;
+    if (known) {
+      const CUresult r = pointer_attribute(data[i], attrs[i], ptr);
+      if (r != CUDA_SUCCESS) return r;
+      continue;
+    }
+    // As the driver: memory it does not know is no error here, but every answer is the default
+    // (a device ordinal of -2: what CuPy then fails to set as the current device).
+    switch (attrs[i]) {
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data[i]) = -2; break;
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned int*>(data[i]) = 0; break;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data[i]) = 0; break;
+      default: *static_cast<uintptr_t*>(data[i]) = 0; break;  // pointers, contexts, addresses
+    }
   }
   return CUDA_SUCCESS;
 }

@@ -192,15 +192,9 @@ int sweep() {
 
 // ---- every hooked implementation, once -------------------------------------------------------------
 
-// Hooked implementations the shim also calls for its own purposes (is this pointer pinned, where
-// does this range start): those calls are not the program's, so they count only when the program
-// calls them itself (one()).
-bool shim_also_calls(const char* impl) {
-  for (const char* h : {"cuPointerGetAttribute", "cuPointerGetAttributes", "cuMemGetAddressRange_v2"}) {
-    if (std::strcmp(h, impl) == 0) return true;
-  }
-  return false;
-}
+// The hooked implementation the shim also calls for its own purposes (which device, what kind of
+// memory): those calls are not the program's, so it counts only when the program calls it (one()).
+bool shim_also_calls(const char* impl) { return std::strcmp(impl, "cuPointerGetAttribute") == 0; }
 
 unsigned long hooked_total() {
   unsigned long n = 0;

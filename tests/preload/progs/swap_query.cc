@@ -24,8 +24,11 @@ int main() {
   CK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, x[0] + 4096));
   CHECK(type == CU_MEMORYTYPE_DEVICE);
 
+  // The driver answers this one for memory it does not know too, with defaults (memory type 0,
+  // device ordinal -2).
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
   int ordinal = -1;
+  type = 0;
   void* answers[] = {&type, &ordinal};
   CK(cuPointerGetAttributes(2, attrs, answers, x[1]));
   CHECK(type == CU_MEMORYTYPE_DEVICE && ordinal == 0);
