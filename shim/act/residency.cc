@@ -422,7 +422,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (trace::enabled()) trace::budget(dev);
 }
 
-bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked, bool* scanned) {
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
   const bool scan = options().swap_order == SwapOrder::scan;
   if (options().prefetch == Prefetch::off || (!scan && options().policy != Policy::swap)) return false;
   ShimScope scope;
@@ -432,14 +432,13 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   State& s = state();
   std::lock_guard lock(s.mu);
   QueueWindow window;
-  *marked = *scanned = false;
+  *scanned = false;
   if (!scan) return true;  // only the window: context order plans no transfer
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
-  *marked = prepare_use(s, referenced, dev, stream, per_thread);
   // A transfer into a stream being captured is not scanned: it counts as unseen work.
-  *scanned = *marked || referenced.empty();
+  *scanned = prepare_use(s, referenced, dev, stream, per_thread) || referenced.empty();
   return true;
 }
 

@@ -64,9 +64,8 @@ inline void after_launch(CUstream stream, bool per_thread, bool launched) {
 // moves need not wait for the context after it. Copies the hooks cannot name the ends of (2D, 3D,
 // batches, arrays, peers) are not: the next round of moves waits for the context.
 // Either order, it opens the thread's queue window (act/swap.h, begin_queue) until after the call.
-// Returns whether after_transfer_slow must follow; *scanned: it was scanned (scan order);
-// *marked: it uses movable memory.
-bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* marked, bool* scanned);
+// Returns whether after_transfer_slow must follow; *scanned: it was scanned (scan order).
+bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned);
 void after_transfer_slow(CUstream stream, bool per_thread, bool scanned);
 // Around work whose memory no scan sees (the other copies, graph launches): under scan order it
 // first waits for the moves' copies still under way and has parked chunks mapped, and no round
@@ -92,7 +91,7 @@ class TransferScope {
  public:
   TransferScope(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread) : stream_(stream), per_thread_(per_thread) {
     if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
-      open_ = before_transfer_slow(a, b, stream, per_thread, &marked_, &scanned_);
+      open_ = before_transfer_slow(a, b, stream, per_thread, &scanned_);
     }
   }
   // After the hook counted the call: see swap::count_scanned_transfer.
@@ -107,7 +106,6 @@ class TransferScope {
   bool per_thread_;
   bool open_ = false;
   bool scanned_ = false;
-  bool marked_ = false;
 };
 
 }  // namespace gms::act

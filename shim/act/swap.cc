@@ -518,9 +518,9 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
 // its await and its mark (in_flight), or work no scan sees, between finish_copies and
 // end_unscanned. Else the round's copy out could run beside that work on the GPU, and what it
 // writes there after the copy read the chunk would be lost. The waiter holds the residency lock,
-// which new windows need: they drain. Queueing a launch takes
-// microseconds, but a synchronous copy no scan sees holds its window for as long as it runs; past a
-// minute, a window was never closed (a bug), and the round goes ahead rather than hang the program.
+// which new windows need: they drain. Queueing a launch takes microseconds, but a synchronous copy
+// no scan sees holds its window for as long as it runs; past a minute, a window was never closed
+// (a bug), and the round goes ahead rather than hang the program.
 void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::vector<Move>& moves) {
   auto busy = [&] {
     if (s.queueing > 0 || s.unscanned_open > 0) return true;
