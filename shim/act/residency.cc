@@ -370,20 +370,25 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
 std::atomic<uint64_t> g_tracked_regions{0};
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 
+namespace {
+bool movable() { return options().policy == Policy::swap; }
 // Opens the calling thread's queue window (swap::begin_queue) when it goes out of scope, which must
 // be under the residency lock and after the thread's own moves: a round of another thread's moves
 // then either comes before the window (and the work sees its remaps, after its copies) or waits for
-// it to close. after_launch_slow closes it. Only movable memory needs it: the driver keeps managed
-// memory coherent under its own prefetches.
+// it to close. after_launch_slow closes it. Only movable memory needs it (the driver keeps managed
+// memory coherent under its own prefetches), so other policies pay no after-hook per launch.
 struct QueueWindow {
   ~QueueWindow() {
+    if (!movable()) return;
     t_launch_open = true;
-    if (options().policy == Policy::swap) swap::begin_queue();
+    swap::begin_queue();
   }
 };
+}  // namespace
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if (options().prefetch == Prefetch::off) return;  // nothing ever moves
+  // Nothing ever moves; or nothing to scan and no window to open.
+  if (options().prefetch == Prefetch::off || (!params && !extra && !movable())) return;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
@@ -396,7 +401,8 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
-      if (params_layout.empty() && options().swap_order == SwapOrder::scan && !entry::stream_capturing(stream, per_thread)) {
+      if (params_layout.empty() && movable() && options().swap_order == SwapOrder::scan &&
+          !entry::stream_capturing(stream, per_thread)) {
         // No layout (or no parameters): the kernel may use any movable memory. Nothing it might
         // reach is left parked or mid-copy, and the next round of moves waits for the context.
         swap::finish_copies();
@@ -424,7 +430,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
   const bool scan = options().swap_order == SwapOrder::scan;
-  if (options().prefetch == Prefetch::off || (!scan && options().policy != Policy::swap)) return false;
+  if (options().prefetch == Prefetch::off || (!scan && !movable())) return false;
   ShimScope scope;
   int dev = entry::current_device();
   if (dev < 0 || dev >= kMaxDevices) return false;
@@ -443,13 +449,13 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
 }
 
 void before_pointer_query_slow(uintptr_t p) {
-  if (options().policy != Policy::swap || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
+  if (!movable() || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
   if (p < g_lo.load(std::memory_order_relaxed) || p >= g_hi.load(std::memory_order_relaxed)) return;
   swap::unpark(p);
 }
 
 bool before_unscanned_slow() {
-  if (options().policy != Policy::swap) return false;
+  if (!movable()) return false;
   ShimScope scope;
   // Under the residency lock, as every window opens: a round of moves waiting for the windows to
   // close holds it, so no new one opens meanwhile. Scan order: the window is finish_copies's
@@ -489,7 +495,7 @@ void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
     t_uses.overflow = false;
     t_uses.unscanned = false;
   }
-  if (options().policy == Policy::swap) swap::end_queue();  // after the marks: a waiting round finds them
+  swap::end_queue();  // after the marks: a waiting round finds them
 }
 
 }  // namespace gms::act
