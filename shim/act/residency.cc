@@ -458,24 +458,18 @@ bool before_unscanned_slow() {
   if (!movable()) return false;
   ShimScope scope;
   // Under the residency lock, as every window opens: a round of moves waiting for the windows to
-  // close holds it, so no new one opens meanwhile. Scan order: the window is finish_copies's
-  // (unscanned_open), which also waits for the shim's copies; context order has none under way.
+  // close holds it, so no new one opens meanwhile. Scan order also waits for the shim's copies and
+  // has parked chunks mapped (finish_copies); context order has none under way.
   std::lock_guard lock(state().mu);
-  if (options().swap_order == SwapOrder::scan) {
-    swap::finish_copies();
-  } else {
-    swap::begin_queue();
-  }
+  if (options().swap_order == SwapOrder::scan) swap::finish_copies();
+  swap::begin_queue();
   return true;
 }
 
 void after_unscanned_slow() {
   ShimScope scope;
-  if (options().swap_order == SwapOrder::scan) {
-    swap::end_unscanned();
-  } else {
-    swap::end_queue();
-  }
+  if (options().swap_order == SwapOrder::scan) swap::end_unscanned();
+  swap::end_queue();
 }
 
 void after_transfer_slow(CUstream stream, bool per_thread, bool scanned) {

@@ -141,7 +141,7 @@ struct State {
   int unscanned_open = 0;     // work no scan sees, between finish_copies and end_unscanned
   uint64_t unscanned_seen = 0;
   int queueing = 0;           // windows between begin_queue and end_queue, all threads
-  // Signalled when another thread's work is queued: queueing, unscanned_open or in_flight drops.
+  // Signalled when another thread's work is queued: queueing drops.
   std::condition_variable queued;
   bool queueing_stuck_said = false;
 };
@@ -511,24 +511,17 @@ CUresult wait_for_uses(State& s, const std::vector<Range*>& ranges) {
   return CUDA_SUCCESS;
 }
 
-// Before a round moves `moves`: waits (on s.mu, via `lock`) while another thread is queueing work
-// that the round's synchronisation (context order) or its wait for the uses (scan order) would not
-// cover yet: any launch or transfer between the end of its planning and its driver call
-// (queueing), and in scan order a launch or transfer the scan saw use one of the ranges, between
-// its await and its mark (in_flight), or work no scan sees, between finish_copies and
-// end_unscanned. Else the round's copy out could run beside that work on the GPU, and what it
-// writes there after the copy read the chunk would be lost. The waiter holds the residency lock,
-// which new windows need: they drain. Queueing a launch takes microseconds, but a synchronous copy
-// no scan sees holds its window for as long as it runs; past a minute, a window was never closed
-// (a bug), and the round goes ahead rather than hang the program.
-void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock, const std::vector<Move>& moves) {
-  auto busy = [&] {
-    if (s.queueing > 0 || s.unscanned_open > 0) return true;
-    return std::any_of(moves.begin(), moves.end(), [&](const Move& m) {
-      auto it = s.ranges.find(m.base);
-      return it != s.ranges.end() && it->second.in_flight > 0;
-    });
-  };
+// Before a round of moves: waits (on s.mu, via `lock`) while another thread is queueing work that
+// the round's synchronisation (context order) or its wait for the uses (scan order) would not cover
+// yet: any launch, transfer or work no scan sees between the end of its planning and its driver
+// call and marks (queueing; a range's in_flight and unscanned_open lie within such windows). Else
+// the round's copy out could run beside that work on the GPU, and what it writes there after the
+// copy read the chunk would be lost. The waiter holds the residency lock, which new windows need:
+// they drain. Queueing a launch takes microseconds, but a synchronous copy no scan sees holds its
+// window for as long as it runs; past a minute, a window was never closed (a bug), and the round
+// goes ahead rather than hang the program.
+void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock) {
+  auto busy = [&] { return s.queueing > 0; };
   if (!busy()) return;
   Timed t(Timing::swap_wait_ns);
   constexpr int kSlice = 2, kGiveUp = 60;  // seconds
@@ -717,7 +710,6 @@ void bury(State& s, Slab& sl, uint64_t c) {
   if (it == s.ranges.end()) return;
   drop_marks(s, it->second);  // the frees were ordered after their uses
   it->second.in_flight = 0;
-  s.queued.notify_all();
   s.dead.push_back(it->first);
   if (it->second.chunk.on_device()) s.dead_device[sl.dev] += it->second.size;
 }
@@ -1024,7 +1016,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   Timed timed(Timing::swap_move_ns);
   State& s = state();
   std::unique_lock lock(s.mu);
-  wait_for_queueing(s, lock, moves);
+  wait_for_queueing(s, lock);
   auto fail = [](Move& m, const char* what, CUresult r, uint64_t n) {
     say(what, r, n);
     if (m.result == CUDA_SUCCESS) m.result = r;
@@ -1336,7 +1328,6 @@ void end_unscanned() {
   State& s = state();
   std::lock_guard lock(s.mu);
   if (s.unscanned_open > 0) --s.unscanned_open;
-  s.queued.notify_all();
 }
 
 void unpark(uintptr_t addr) {
@@ -1422,7 +1413,6 @@ void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_threa
       s.unscanned_seen = kUnmarked;  // an unmarked use: the next round waits for the context
     }
   }
-  if (n != 0) s.queued.notify_all();  // in_flight dropped: a round may be waiting (wait_for_queueing)
 }
 
 }  // namespace gms::act::swap
