@@ -7,7 +7,7 @@ For counts.cu (static and shared CUDA runtime) and the framework scripts (PyTorc
   - the shim's decisions show that it really placed memory elsewhere (spilled or converted > 0);
   - counts.cu frees everything it allocates: no device, managed or pinned memory is live at exit.
 GPU safety: every run caps the shim's managed and pinned memory (GPUMEMSHIM_MANAGED_LIMIT=4G) and
-emulates a small GPU with GPUMEMSHIM_DEVICE_LIMIT; the programs use at most about 100 MiB.
+emulates a small GPU with GPUMEMSHIM_DEVICE_LIMIT; the programs use at most a few hundred MiB.
 """
 import os
 import sys
@@ -80,6 +80,40 @@ def test_framework_under_policy(fw, policy, shim, workdir):
     # The scripts keep two 2 MiB buffers live at a time: a 3 MiB budget makes spill spill.
     budget = "3M" if policy.startswith("spill") else None
     check(f"fw_{fw}", [sys.executable, script, str(FW_ITERS)], policy, shim, workdir, budget)
+
+
+MIX_PARTS = ["torch_train", "torch_graph", "cupy", "interop", "numba"]
+
+
+def _mix(policy, shim, workdir, key, parts, budget="64M"):
+    for module in ("torch", "cupy", "numba"):
+        pytest.importorskip(module)
+    check(key, [sys.executable, os.path.join(HERE, "fw_mix.py"), *parts], policy, shim, workdir, budget)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_frameworks_together_under_policy(policy, shim, workdir):
+    """fw_mix.py: PyTorch (caching allocator, cuDNN, a CUDA graph, pinned non-blocking copies),
+    CuPy (its pool, cuBLAS, cuFFT, raw kernels) and numba in one process, sharing tensors through
+    DLPack and __cuda_array_interface__. It keeps up to about 150 MiB live: a 64 MiB budget makes
+    every policy place some of it off the device."""
+    _mix(policy, shim, workdir, "fw_mix", MIX_PARTS)
+
+
+# torch.compile costs 20 to 30 s a process on the H100, so it runs under two policies only: spill,
+# the default, and swap in its fastest order, the one that sees least of what a kernel uses.
+@pytest.mark.parametrize("policy", ["spill-managed", "swap-scan-park"])
+def test_torch_compile_under_policy(policy, shim, workdir):
+    # CuPy's part beside it, and a budget below the two's 20 MiB, so that spill has something to do.
+    _mix(policy, shim, workdir, "fw_mix_compiled", ["torch_compiled", "cupy"], budget="8M")
+
+
+@pytest.mark.parametrize("policy", ["spill-managed", "swap"])
+def test_frameworks_together_with_expandable_segments(policy, shim, workdir, monkeypatch):
+    """The same with PyTorch's expandable segments: its allocator maps its own memory with
+    cuMemCreate/cuMemMap, which counts against the budget but is not the shim's to move."""
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    _mix(policy, shim, workdir, "fw_mix_expandable", MIX_PARTS)
 
 
 def _placement_program(tmp_path_factory, name):
