@@ -52,6 +52,8 @@ struct State {
     uint32_t dying = 0;
   };
   std::unordered_map<uintptr_t, Census> census;
+  // Texture objects' handles and the memory each reads (texture_made).
+  std::unordered_map<uint64_t, uintptr_t> textures;
 };
 
 State& state() {
@@ -112,12 +114,17 @@ const std::vector<Param>& layout(State& s, CUfunction f) {
 }
 
 // Every 8-byte aligned word of the argument bytes that falls inside the tracked span and inside a
-// tracked region of this device.
+// tracked region of this device, or is the handle of a texture object over one. (A number that
+// happens to equal a handle costs a needless move at worst.)
 void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
                 std::vector<policy::RegionId>& out) {
   for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
     uintptr_t w;
     std::memcpy(&w, p + k, sizeof(w));
+    if (!s.textures.empty()) {
+      auto t = s.textures.find(w);
+      if (t != s.textures.end()) w = t->second;
+    }
     if (w < lo || w >= hi) continue;
     auto r = cuda_regions().find(w);
     if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) continue;
@@ -365,6 +372,20 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
     g_lo.store(~uintptr_t{0});
     g_hi.store(0);
   }
+}
+
+void texture_made(CUtexObject tex, uintptr_t base) {
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.textures[tex] = base;
+}
+
+void texture_gone(CUtexObject tex) {
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.textures.erase(tex);
 }
 
 std::atomic<uint64_t> g_tracked_regions{0};

@@ -45,6 +45,27 @@ GMS_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 GMS_GRAPH(cuGraphLaunch)
 GMS_GRAPH(cuGraphLaunch_ptsz)
 
+// A kernel reads a texture's memory through the object's handle, which the launch scan takes for
+// the memory it names: a linear or pitched texture over movable memory is planned, awaited and
+// marked like a pointer to it. (Surface objects and array textures read CUDA arrays, which no policy
+// places or moves.) A destroyed handle is forgotten first: the driver may hand it out again at once.
+GMS_EXPORT CUresult cuTexObjectCreate(CUtexObject* tex, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* td,
+                                      const CUDA_RESOURCE_VIEW_DESC* view) {
+  GMS_NESTED(cuTexObjectCreate, tex, res, td, view);
+  CUresult r = call_real(GMS_REAL(cuTexObjectCreate), tex, res, td, view);
+  if (ok(r) && tex && res) {
+    if (res->resType == CU_RESOURCE_TYPE_LINEAR) act::texture_made(*tex, static_cast<uintptr_t>(res->res.linear.devPtr));
+    if (res->resType == CU_RESOURCE_TYPE_PITCH2D) act::texture_made(*tex, static_cast<uintptr_t>(res->res.pitch2D.devPtr));
+  }
+  return r;
+}
+
+GMS_EXPORT CUresult cuTexObjectDestroy(CUtexObject tex) {
+  GMS_NESTED(cuTexObjectDestroy, tex);
+  act::texture_gone(tex);
+  return call_real(GMS_REAL(cuTexObjectDestroy), tex);
+}
+
 #define GMS_HINT_HOOK(sym, params, args, bytes)              \
   GMS_EXPORT CUresult sym params {                           \
     GMS_NESTED(sym, GMS_UNPAREN args);                       \

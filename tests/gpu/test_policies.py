@@ -140,6 +140,17 @@ def test_placement_rules_on_the_gpu(tmp_path_factory, shim, workdir):
     assert d["kept_on_device"]["calls"] >= 1, f"the capture's own allocation: {d}"
 
 
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_textures_under_policy(policy, tmp_path_factory, shim, workdir):
+    """placement/swap_tex.cu: kernels reading six 64 MiB buffers through texture objects (linear
+    and pitched) under a 128 MiB budget; under swap in scan order with parking, the buffers behind
+    the textures are parked when the kernels are launched."""
+    exe = _placement_program(tmp_path_factory, "swap_tex")
+    plain = plain_run("swap_tex", [exe], workdir)
+    assert plain.stdout.decode().strip() == "ok", plain.stdout.decode()
+    check("swap_tex", [exe], policy, shim, workdir, "128M")
+
+
 def _two_gpus():
     n = gpu_env.gpu_count()
     if n < 2:

@@ -164,7 +164,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 120 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 122 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -427,7 +427,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("120 hooked implementations called", run.stdout)
+        self.assertIn("122 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -854,6 +854,16 @@ class PreloadSwap(PreloadCase):
         self.assertIn("swap query ok", run.stdout)
         s = self.only_stats(run)
         self.assertGreaterEqual(s["decisions"]["evicted"]["calls"], 3, "a, b and c for c, d and e")
+        self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+
+    def test_textures_at_parked_memory(self):
+        # Kernels reading parked chunks through texture objects (linear, pitched, a handle made
+        # again after a destroy) find them mapped and on the device: the program checks every word,
+        # and without the scan taking handles for memory its kernel faults.
+        run = self.run_program("swap_tex", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
+        self.assertIn("swap tex ok", run.stdout)
+        s = self.only_stats(run)
+        self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 3, "a, b and c brought in for the kernels")
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):

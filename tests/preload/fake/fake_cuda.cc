@@ -1444,3 +1444,41 @@ FAKE_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, (const CUlaunchConfig* c, CUf
           return launch_ex(c, f, params);)
 FAKE_PAIR(cuGraphLaunch, cuGraphLaunch_ptsz, (CUgraphExec g, CUstream),
           FAKE_TRY(need_ctx()); return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;)
+
+// ---- texture objects: linear and pitched only (the stand-in has no CUDA arrays) -------------------
+
+std::map<CUtexObject, CUdeviceptr>& textures() {
+  static auto* m = new std::map<CUtexObject, CUdeviceptr>;
+  return *m;
+}
+
+FAKE_IMPL(cuTexObjectCreate)(CUtexObject* tex, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC*,
+                             const CUDA_RESOURCE_VIEW_DESC*) {
+  count(k_cuTexObjectCreate);
+  FAKE_TRY(need_ctx());
+  if (!tex || !res) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr at = 0;
+  if (res->resType == CU_RESOURCE_TYPE_LINEAR) at = res->res.linear.devPtr;
+  else if (res->resType == CU_RESOURCE_TYPE_PITCH2D) at = res->res.pitch2D.devPtr;
+  else return CUDA_ERROR_NOT_SUPPORTED;
+  std::lock_guard<std::mutex> lock(g_mu);
+  // The smallest number not in use, as the real driver reuses its handles.
+  CUtexObject t = 1;
+  while (textures().count(t)) ++t;
+  textures()[t] = at;
+  *tex = t;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuTexObjectDestroy)(CUtexObject tex) {
+  count(k_cuTexObjectDestroy);
+  FAKE_TRY(need_ctx());
+  std::lock_guard<std::mutex> lock(g_mu);
+  return textures().erase(tex) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUdeviceptr fake_cuda_texture_ptr(CUtexObject tex) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = textures().find(tex);
+  return it == textures().end() ? 0 : it->second;
+}

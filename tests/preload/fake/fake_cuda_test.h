@@ -54,6 +54,10 @@ void* fake_cuda_physical(CUdeviceptr ptr, size_t n);
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);
 void* fake_cuda_host_alloc_untracked(size_t bytes);
 
+// The memory a texture object made by cuTexObjectCreate reads (0 for an unknown handle): how a
+// host "kernel" reads through a texture handle.
+CUdeviceptr fake_cuda_texture_ptr(CUtexObject tex);
+
 // Describes the parameters of a host "kernel" for cuFuncGetParamInfo (sizes in bytes, at most 16).
 // Without it a kernel is taken to have no parameters. Returns 0 on success.
 int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, size_t count);

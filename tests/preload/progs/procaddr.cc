@@ -628,6 +628,17 @@ void every_hook(CUcontext ctx, CUstream s) {
   CUgraphExec graph = reinterpret_cast<CUgraphExec>(&g_kernel_hits);  // any handle: graphs just succeed
   ONE(cuGraphLaunch, PFN_cuGraphLaunch_v10000, graph, s);
   ONE(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz, graph, s);
+  CUDA_RESOURCE_DESC res = {};
+  res.resType = CU_RESOURCE_TYPE_LINEAR;
+  res.res.linear.devPtr = d1;
+  res.res.linear.format = CU_AD_FORMAT_UNSIGNED_INT32;
+  res.res.linear.numChannels = 1;
+  res.res.linear.sizeInBytes = S;
+  CUDA_TEXTURE_DESC tex_desc = {};
+  CUtexObject tex = 0;
+  ONE(cuTexObjectCreate, PFN_cuTexObjectCreate_v5000, &tex, &res, &tex_desc, nullptr);
+  CHECK(tex != 0);
+  ONE(cuTexObjectDestroy, PFN_cuTexObjectDestroy_v5000, tex);
 
   // ---- the lookups themselves, through the pointers the driver hands out for them
   void* p = nullptr;
