@@ -52,8 +52,9 @@ struct State {
     uint32_t dying = 0;
   };
   std::unordered_map<uintptr_t, Census> census;
-  // Texture objects' handles and the memory each reads (texture_made).
-  std::unordered_map<uint64_t, uintptr_t> textures;
+  // Texture objects' handles and the memory each reads (texture_made), per device: a handle is a
+  // small number, which another device's context may hand out too.
+  std::unordered_map<uint64_t, uintptr_t> textures[kMaxDevices];
 };
 
 State& state() {
@@ -113,31 +114,37 @@ const std::vector<Param>& layout(State& s, CUfunction f) {
   return s.layouts.emplace(f, std::move(params)).first->second;
 }
 
-// Every 8-byte aligned word of the argument bytes that falls inside the tracked span and inside a
-// tracked region of this device, or is the handle of a texture object over one. (A number that
-// happens to equal a handle costs a needless move at worst.)
+// Adds to `out` the tracked regions of this device that `w` points into, if any.
+void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::vector<policy::RegionId>& out) {
+  if (w < lo || w >= hi) return;
+  auto r = cuda_regions().find(w);
+  if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
+  if (r->placement == Placement::swap) {
+    // Movable memory: the regions are the chunks the allocation lies in.
+    for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
+      auto d = s.tracked.find(c);
+      if (d != s.tracked.end() && d->second.dev == dev) out.push_back(c);
+    }
+    return;
+  }
+  auto d = s.tracked.find(r->base);
+  if (d != s.tracked.end() && d->second.dev == dev) out.push_back(r->base);
+}
+
+// Every 8-byte aligned word of the argument bytes: taken as a pointer, and when it is the handle of
+// a texture object of this device, also for the memory the texture reads. (A number that happens
+// to equal a handle costs a needless move at worst.)
 void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
                 std::vector<policy::RegionId>& out) {
+  const auto& textures = s.textures[dev];
   for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
     uintptr_t w;
     std::memcpy(&w, p + k, sizeof(w));
-    if (!s.textures.empty()) {
-      auto t = s.textures.find(w);
-      if (t != s.textures.end()) w = t->second;
+    if (!textures.empty()) {
+      auto t = textures.find(w);
+      if (t != textures.end()) scan_word(t->second, lo, hi, dev, s, out);
     }
-    if (w < lo || w >= hi) continue;
-    auto r = cuda_regions().find(w);
-    if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) continue;
-    if (r->placement == Placement::swap) {
-      // Movable memory: the regions are the chunks the allocation lies in.
-      for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
-        auto d = s.tracked.find(c);
-        if (d != s.tracked.end() && d->second.dev == dev) out.push_back(c);
-      }
-      continue;
-    }
-    auto d = s.tracked.find(r->base);
-    if (d != s.tracked.end() && d->second.dev == dev) out.push_back(r->base);
+    scan_word(w, lo, hi, dev, s, out);
   }
 }
 
@@ -376,16 +383,24 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
 
 void texture_made(CUtexObject tex, uintptr_t base) {
   ShimScope scope;
+  const int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return;
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.textures[tex] = base;
+  s.textures[dev][tex] = base;
 }
 
-void texture_gone(CUtexObject tex) {
+uintptr_t texture_gone(CUtexObject tex) {
   ShimScope scope;
+  const int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return 0;
   State& s = state();
   std::lock_guard lock(s.mu);
-  s.textures.erase(tex);
+  auto it = s.textures[dev].find(tex);
+  if (it == s.textures[dev].end()) return 0;
+  const uintptr_t base = it->second;
+  s.textures[dev].erase(it);
+  return base;
 }
 
 std::atomic<uint64_t> g_tracked_regions{0};

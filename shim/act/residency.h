@@ -30,10 +30,12 @@ void residency_swap_freed(uintptr_t base, uint64_t size, int device);
 // Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
 uint64_t residency_resident_bytes(uintptr_t base);
 
-// A texture object made over the memory at `base` (linear or pitched), and one destroyed: the
-// launch scan takes the handle, met as a kernel argument, for a pointer to that memory.
+// A texture object made over the memory at `base` (linear or pitched) in the current device's
+// context, and one about to be destroyed (returns the memory it read, 0 if unknown, for
+// texture_made to put back should the destroy fail): the launch scan takes the handle, met as a
+// kernel argument, for a pointer to that memory too.
 void texture_made(CUtexObject tex, uintptr_t base);
-void texture_gone(CUtexObject tex);
+uintptr_t texture_gone(CUtexObject tex);
 
 // Managed regions tracked (any device): what the inline hooks below test first.
 extern std::atomic<uint64_t> g_tracked_regions;

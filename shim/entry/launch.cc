@@ -48,7 +48,8 @@ GMS_GRAPH(cuGraphLaunch_ptsz)
 // A kernel reads a texture's memory through the object's handle, which the launch scan takes for
 // the memory it names: a linear or pitched texture over movable memory is planned, awaited and
 // marked like a pointer to it. (Surface objects and array textures read CUDA arrays, which no policy
-// places or moves.) A destroyed handle is forgotten first: the driver may hand it out again at once.
+// places or moves.) A destroyed handle is forgotten first: the driver may hand it out again as soon
+// as the destroy returns.
 GMS_EXPORT CUresult cuTexObjectCreate(CUtexObject* tex, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC* td,
                                       const CUDA_RESOURCE_VIEW_DESC* view) {
   GMS_NESTED(cuTexObjectCreate, tex, res, td, view);
@@ -62,8 +63,10 @@ GMS_EXPORT CUresult cuTexObjectCreate(CUtexObject* tex, const CUDA_RESOURCE_DESC
 
 GMS_EXPORT CUresult cuTexObjectDestroy(CUtexObject tex) {
   GMS_NESTED(cuTexObjectDestroy, tex);
-  act::texture_gone(tex);
-  return call_real(GMS_REAL(cuTexObjectDestroy), tex);
+  const uintptr_t base = act::texture_gone(tex);
+  CUresult r = call_real(GMS_REAL(cuTexObjectDestroy), tex);
+  if (!ok(r) && base) act::texture_made(tex, base);  // still alive, so not handed out again
+  return r;
 }
 
 #define GMS_HINT_HOOK(sym, params, args, bytes)              \
