@@ -26,28 +26,16 @@ CUresult tex_inc(CUtexObject t) {
   return cuLaunchKernel(preload::as_function(k_tex_inc), 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
 }
 
-CUtexObject linear(CUdeviceptr x) {
+// A texture of 32-bit words over the 4 MiB at x: linear, or pitched as 1024 rows of 4 KiB.
+CUtexObject texture(CUdeviceptr x, bool pitched) {
   CUDA_RESOURCE_DESC res = {};
-  res.resType = CU_RESOURCE_TYPE_LINEAR;
-  res.res.linear.devPtr = x;
-  res.res.linear.format = CU_AD_FORMAT_UNSIGNED_INT32;
-  res.res.linear.numChannels = 1;
-  res.res.linear.sizeInBytes = 4 * MiB;
-  CUDA_TEXTURE_DESC desc = {};
-  CUtexObject t = 0;
-  CK(cuTexObjectCreate(&t, &res, &desc, nullptr));
-  return t;
-}
-
-CUtexObject pitched(CUdeviceptr x) {
-  CUDA_RESOURCE_DESC res = {};
-  res.resType = CU_RESOURCE_TYPE_PITCH2D;
-  res.res.pitch2D.devPtr = x;
-  res.res.pitch2D.format = CU_AD_FORMAT_UNSIGNED_INT32;
-  res.res.pitch2D.numChannels = 1;
-  res.res.pitch2D.width = 1024;
-  res.res.pitch2D.height = 1024;
-  res.res.pitch2D.pitchInBytes = 4096;
+  if (pitched) {
+    res.resType = CU_RESOURCE_TYPE_PITCH2D;
+    res.res.pitch2D = {x, CU_AD_FORMAT_UNSIGNED_INT32, 1, 1024, 1024, 4096};
+  } else {
+    res.resType = CU_RESOURCE_TYPE_LINEAR;
+    res.res.linear = {x, CU_AD_FORMAT_UNSIGNED_INT32, 1, 4 * MiB};
+  }
   CUDA_TEXTURE_DESC desc = {};
   CUtexObject t = 0;
   CK(cuTexObjectCreate(&t, &res, &desc, nullptr));
@@ -66,7 +54,7 @@ int main() {
     put(x[i], 10 + i);
   }
   // a (x[0]), b and c are parked now.
-  CUtexObject ta = linear(x[0]), tb = pitched(x[1]);
+  CUtexObject ta = texture(x[0], false), tb = texture(x[1], true);
   CK(tex_inc(ta));
   CK(tex_inc(tb));
   CK(tex_inc(ta));
@@ -75,7 +63,7 @@ int main() {
   put(x[3], 13);
   put(x[4], 14);
   // The stand-in hands out a's handle again, for c now.
-  CUtexObject tc = linear(x[2]);
+  CUtexObject tc = texture(x[2], false);
   CHECK(tc == ta);
   CK(tex_inc(tc));
   CK(tex_inc(tb));
