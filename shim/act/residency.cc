@@ -74,6 +74,26 @@ struct LaunchUses {
 };
 thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
 
+// GPUMEMSHIM_TRACE: the allocations the calling thread's launch points into, from its scan to the
+// `launch` event written after the launch is queued (the correlation id exists only then).
+struct LaunchTrace {
+  static constexpr size_t kMax = 256;
+  uintptr_t regions[kMax];
+  uint32_t n;
+  uint64_t seq;
+  uintptr_t stream;
+  uintptr_t fn;
+  bool collecting;
+};
+thread_local LaunchTrace t_trace __attribute__((tls_model("initial-exec"))) = {};
+std::atomic<uint64_t> g_launch_seq{0};
+
+void trace_region(uintptr_t base) {
+  if (!t_trace.collecting || t_trace.n == LaunchTrace::kMax) return;
+  if (std::find(t_trace.regions, t_trace.regions + t_trace.n, base) != t_trace.regions + t_trace.n) return;
+  t_trace.regions[t_trace.n++] = base;
+}
+
 // The cheap filter in front of registry lookups: the span of addresses of tracked regions.
 std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
@@ -119,6 +139,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
   if (w < lo || w >= hi) return;
   auto r = cuda_regions().find(w);
   if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
+  trace_region(r->base);
   if (r->placement == Placement::swap) {
     // Movable memory: the regions are the chunks the allocation lies in.
     for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
@@ -405,6 +426,7 @@ uintptr_t texture_gone(CUtexObject tex) {
 
 std::atomic<uint64_t> g_tracked_regions{0};
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
+thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
 bool movable() { return options().policy == Policy::swap; }
@@ -420,9 +442,8 @@ struct QueueWindow {
     swap::begin_queue();
   }
 };
-}  // namespace
 
-void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   // Nothing ever moves; or nothing to scan and no window to open.
   if (options().prefetch == Prefetch::off || (!params && !extra && !movable())) return;
   ShimScope scope;
@@ -430,6 +451,12 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (dev < 0 || dev >= kMaxDevices) return;
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
+  if (trace::enabled() && (params || extra)) {
+    t_trace.n = 0;
+    t_trace.stream = reinterpret_cast<uintptr_t>(entry::stream_handle(stream, per_thread));
+    t_trace.fn = reinterpret_cast<uintptr_t>(f);
+    t_trace.collecting = t_launch_traced = true;
+  }
   {
     std::lock_guard lock(s.mu);
     QueueWindow window;  // after the moves, before the lock goes
@@ -462,6 +489,17 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
     if (!prepare_use(s, referenced, dev, stream, per_thread)) return;
   }
   if (trace::enabled()) trace::budget(dev);
+}
+}  // namespace
+
+void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+  prepare_launch(f, params, extra, stream, per_thread);
+  if (t_launch_traced) {
+    // Right before the driver call: the tag must cover it and none of the moves' calls.
+    ShimScope scope;
+    t_trace.seq = g_launch_seq.fetch_add(1, std::memory_order_relaxed);
+    trace::launch_begin(t_trace.seq);
+  }
 }
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
@@ -515,6 +553,12 @@ void after_transfer_slow(CUstream stream, bool per_thread, bool scanned) {
 }
 
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
+  if (t_launch_traced) {
+    t_launch_traced = t_trace.collecting = false;
+    ShimScope scope;
+    trace::launch_end();
+    if (launched && trace::enabled()) trace::launch(t_trace.seq, t_trace.stream, t_trace.fn, t_trace.regions, t_trace.n);
+  }
   if (!t_launch_open) return;
   t_launch_open = false;
   ShimScope scope;

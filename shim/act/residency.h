@@ -61,9 +61,11 @@ inline void before_launch(CUfunction f, void** params, void** extra, CUstream st
 // not on g_tracked_regions: another thread may free the last tracked region meanwhile, and a launch
 // left open would keep rounds of moves waiting for it.
 extern thread_local bool t_launch_open __attribute__((tls_model("initial-exec")));
+// And under GPUMEMSHIM_TRACE, writes the launch's `launch` event (its scan's allocations).
+extern thread_local bool t_launch_traced __attribute__((tls_model("initial-exec")));
 void after_launch_slow(CUstream stream, bool per_thread, bool launched);
 inline void after_launch(CUstream stream, bool per_thread, bool launched) {
-  if (__builtin_expect(t_launch_open, 0)) after_launch_slow(stream, per_thread, launched);
+  if (__builtin_expect(t_launch_open || t_launch_traced, 0)) after_launch_slow(stream, per_thread, launched);
 }
 
 // Around a copy or memset whose device ends are `a` and `b` (0: none), in the copy hooks: under

@@ -696,6 +696,31 @@ void decision(const char* what, uintptr_t ptr, uint64_t bytes, int device, const
   submit(r);
 }
 
+void launch_begin(uint64_t seq) {
+  if (g_backend && g_backend->push_tag) g_backend->push_tag(seq);
+}
+
+void launch_end() {
+  if (g_backend && g_backend->pop_tag) g_backend->pop_tag();
+}
+
+void launch(uint64_t seq, uintptr_t stream, uintptr_t fn, const uintptr_t* regions, size_t n) {
+  const int64_t t = now();
+  size_t k = 0;
+  do {
+    Record r = make(Type::launch, t);
+    r.k1 = k == 0 ? 0 : 1;
+    r.v[0] = seq;
+    r.v[1] = stream;
+    r.v[2] = fn;
+    const size_t part = n - k < 8 ? n - k : 8;
+    r.v[4] = part;
+    for (size_t j = 0; j < part; ++j) r.v[5 + j] = regions[k + j];
+    k += part;
+    submit(r);
+  } while (k < n);
+}
+
 void budget(int device) {
   if (device < 0 || device >= kMaxDevices) return;
   const DeviceLedger& l = ledger();

@@ -167,6 +167,19 @@ void format_record(Out& out, const Record& r) {
       if (r.k3 != kNone) out.key("access").str(um_access_name(r.k3));
       out.key("device").i64(r.device);
       break;
+    case Type::launch:
+      start(out, "launch", r).key("seq").u64(r.v[0]).key("stream").addr(r.v[1]).key("fn").addr(r.v[2]);
+      if (r.k1 == 1) out.key("part").u64(1);
+      out.key("regions").chr('[');
+      for (uint64_t k = 0; k < r.v[4] && k < 8; ++k) {
+        if (k) out.chr(',');
+        out.addr(r.v[5 + k]);
+      }
+      out.chr(']');
+      break;
+    case Type::correlation:
+      start(out, "correlation", r).key("seq").u64(r.v[0]).key("correlation").u64(r.v[1]);
+      break;
     case Type::range:
       start(out, "range", r);
       end_key(out, r);

@@ -21,6 +21,9 @@ enum class Type : uint8_t {
   memset,        // v0 end, v1 bytes, v2 stream; device
   um,            // v0 end, v1 address, v2 bytes, v3 value; k1 counter, k2 cause, k3 access; device
   range,         // v0 end, v1 name id, v2 domain id, v3 tid
+  // The shim's own again (after the CUPTI kinds, so recorded traces keep their numbers):
+  launch,        // v0 seq, v1 stream, v2 function, v4 n, v5..v12 region bases; k1 1: continued
+  correlation,   // v0 seq (CUPTI's external id), v1 CUPTI's correlation id
 };
 
 constexpr uint8_t kNone = 0xff;

@@ -972,7 +972,7 @@ class PreloadOldDriver(PreloadCase):
 # ---- the trace (GPUMEMSHIM_TRACE; shim/trace/FORMAT.md) ------------------------------------------------------
 
 TRACE_EVENTS = {"alloc", "free", "copy", "decision", "budget", "register", "unregister", "cache",
-                "kernel", "memcpy", "memset", "um", "range"}
+                "kernel", "memcpy", "memset", "um", "range", "launch", "correlation"}
 TRACE_BOOKKEEPING = {"site", "dropped"}
 
 
@@ -1197,6 +1197,33 @@ class PreloadTrace(PreloadCase):
         per_device = [b["t"] for b in budgets]
         self.assertTrue(all(b - a >= 1000000 for a, b in zip(per_device, per_device[1:-1])),
                         "at most one budget line per millisecond (the last one, at exit, excepted)")
+
+    def test_launch_events_name_the_allocations(self):
+        """Under a policy that tracks memory, each scanned launch has a `launch` line listing the live
+        allocations its arguments point into (the step timelines the schedule planner reads)."""
+        run, d = self.traced("swap", env=PreloadSwap.ENV)
+        self.assertIn("swap ok", run.stdout)
+        events = self.check_trace(self.only_trace(d), "swap")
+        launches = [e for e in events if e["type"] == "launch"]
+        self.assertGreaterEqual(len(launches), 3, "swap.cc launches kernels over movable memory")
+        seqs = [e["seq"] for e in launches if not e.get("part")]
+        self.assertEqual(seqs, sorted(seqs), "one thread: seq grows in file order")
+        self.assertEqual(len(seqs), len(set(seqs)))
+        live = {}
+        referenced = 0
+        for e in events:
+            if e["type"] == "alloc":
+                live[e["ptr"]] = e
+            elif e["type"] == "free":
+                live.pop(e["ptr"], None)
+            elif e["type"] == "launch":
+                self.assertRegex(e["fn"], r"^0x[0-9a-f]+$")
+                self.assertLessEqual(len(e["regions"]), 8)
+                for r in e["regions"]:
+                    self.assertIn(r, live, f"{e}: not a live allocation")
+                    self.assertEqual(live[r]["placement"], "swap")
+                referenced += len(e["regions"])
+        self.assertGreater(referenced, 0, "some launch pointed into movable memory")
 
     def test_fork_child_writes_its_own_trace(self):
         run, d = self.traced("trace", "--fork")
