@@ -80,7 +80,6 @@ struct LaunchTrace {
   static constexpr size_t kMax = 256;
   uintptr_t regions[kMax];
   uint32_t n;
-  uint64_t seq;
   uintptr_t stream;
   uintptr_t fn;
   bool collecting;
@@ -451,12 +450,6 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
   if (dev < 0 || dev >= kMaxDevices) return;
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
-  if (trace::enabled() && (params || extra)) {
-    t_trace.n = 0;
-    t_trace.stream = reinterpret_cast<uintptr_t>(entry::stream_handle(stream, per_thread));
-    t_trace.fn = reinterpret_cast<uintptr_t>(f);
-    t_trace.collecting = t_launch_traced = true;
-  }
   {
     std::lock_guard lock(s.mu);
     QueueWindow window;  // after the moves, before the lock goes
@@ -493,13 +486,14 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
 }  // namespace
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  prepare_launch(f, params, extra, stream, per_thread);
-  if (t_launch_traced) {
-    // Right before the driver call: the tag must cover it and none of the moves' calls.
-    ShimScope scope;
-    t_trace.seq = g_launch_seq.fetch_add(1, std::memory_order_relaxed);
-    trace::launch_begin(t_trace.seq);
+  if (trace::enabled()) {
+    t_trace.n = 0;
+    t_trace.stream = reinterpret_cast<uintptr_t>(entry::stream_handle(stream, per_thread));
+    t_trace.fn = reinterpret_cast<uintptr_t>(f);
+    t_trace.collecting = t_launch_traced = true;
   }
+  if (g_tracked_regions.load(std::memory_order_relaxed) != 0) prepare_launch(f, params, extra, stream, per_thread);
+  t_trace.collecting = false;
 }
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
@@ -554,10 +548,10 @@ void after_transfer_slow(CUstream stream, bool per_thread, bool scanned) {
 
 void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
   if (t_launch_traced) {
-    t_launch_traced = t_trace.collecting = false;
-    ShimScope scope;
-    trace::launch_end();
-    if (launched && trace::enabled()) trace::launch(t_trace.seq, t_trace.stream, t_trace.fn, t_trace.regions, t_trace.n);
+    t_launch_traced = false;
+    if (launched && trace::enabled()) {
+      trace::launch(g_launch_seq.fetch_add(1, std::memory_order_relaxed), t_trace.stream, t_trace.fn, t_trace.regions, t_trace.n);
+    }
   }
   if (!t_launch_open) return;
   t_launch_open = false;

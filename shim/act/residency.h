@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "driver/cuda_driver.h"
+#include "trace/trace.h"
 
 namespace gms::act {
 
@@ -52,7 +53,7 @@ inline void before_pointer_query(uintptr_t p) {
 // managed memory is tracked. Never prefetches into a stream that is being captured.
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread);
 inline void before_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0, 0)) {
+  if (__builtin_expect(g_tracked_regions.load(std::memory_order_relaxed) != 0 || trace::enabled(), 0)) {
     before_launch_slow(f, params, extra, stream, per_thread);
   }
 }

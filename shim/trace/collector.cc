@@ -696,14 +696,6 @@ void decision(const char* what, uintptr_t ptr, uint64_t bytes, int device, const
   submit(r);
 }
 
-void launch_begin(uint64_t seq) {
-  if (g_backend && g_backend->push_tag) g_backend->push_tag(seq);
-}
-
-void launch_end() {
-  if (g_backend && g_backend->pop_tag) g_backend->pop_tag();
-}
-
 void launch(uint64_t seq, uintptr_t stream, uintptr_t fn, const uintptr_t* regions, size_t n) {
   const int64_t t = now();
   size_t k = 0;

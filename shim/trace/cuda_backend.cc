@@ -59,10 +59,6 @@ struct Cupti {
 };
 
 Cupti g_cupti;
-// Optional: the launches' tags (trace::launch_begin) and their correlation records.
-decltype(&::cuptiActivityPushExternalCorrelationId) g_push_tag = nullptr;
-decltype(&::cuptiActivityPopExternalCorrelationId) g_pop_tag = nullptr;
-constexpr CUpti_ExternalCorrelationKind kTagKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 enum class CuptiState { never, on, off, parent_owned };
 CuptiState g_cupti_state = CuptiState::never;
 pid_t g_cupti_pid = 0;
@@ -297,19 +293,6 @@ void on_memcpy(const CUpti_ActivityMemcpy6* m) {
   push_from_backend(r);
 }
 
-// A CUDA call made between trace::launch_begin and launch_end: its launch's seq and the correlation
-// id its kernel record carries.
-void on_tag(const CUpti_ActivityExternalCorrelation* c) {
-  if (c->externalKind != kTagKind) return;
-  Record r{};
-  r.type = Type::correlation;
-  r.device = -1;
-  r.t = now();
-  r.v[0] = c->externalId;
-  r.v[1] = c->correlationId;
-  push_from_backend(r);
-}
-
 void on_memset(const CUpti_ActivityMemset4* m) {
   Record r = record(Type::memset, m->start, m->end, static_cast<int>(m->deviceId));
   r.v[1] = m->bytes;
@@ -432,9 +415,6 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         on_kernel(reinterpret_cast<const CUpti_ActivityKernel10*>(rec));
         break;
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-        on_tag(reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec));
-        break;
       case CUPTI_ACTIVITY_KIND_MEMCPY:
         on_memcpy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec));
         break;
@@ -529,8 +509,6 @@ const char* start_cupti(bool faults) {
   all = all && g_cupti.name;
   GMS_CUPTI_FUNCTIONS(GMS_X)
 #undef GMS_X
-  g_push_tag = reinterpret_cast<decltype(g_push_tag)>(libc::dlsym(h, "cuptiActivityPushExternalCorrelationId"));
-  g_pop_tag = reinterpret_cast<decltype(g_pop_tag)>(libc::dlsym(h, "cuptiActivityPopExternalCorrelationId"));
   if (!all) {
     std::strcpy(g_reason, "libcupti lacks a function the shim needs (too old?)");
     return g_reason;
@@ -548,14 +526,6 @@ const char* start_cupti(bool faults) {
     note_missing("UNIFIED_MEMORY_COUNTER", r);
   }
   if ((r = g_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER)) != CUPTI_SUCCESS) note_missing("MARKER", r);
-  if (!g_push_tag || !g_pop_tag) {
-    g_push_tag = nullptr;
-    g_pop_tag = nullptr;
-  } else if ((r = g_cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) != CUPTI_SUCCESS) {
-    note_missing("EXTERNAL_CORRELATION", r);
-    g_push_tag = nullptr;
-    g_pop_tag = nullptr;
-  }
   // CUPTI's clock against the trace's: read it between two reads of CLOCK_MONOTONIC.
   uint64_t c = 0;
   uint64_t m1 = monotonic_ns();
@@ -677,18 +647,7 @@ void describe(Out& out) {
   out.chr(']');
 }
 
-bool tagging() { return g_cupti_state == CuptiState::on && g_push_tag && getpid() == g_cupti_pid; }
-
-void push_tag(uint64_t id) {
-  if (tagging()) g_push_tag(kTagKind, id);
-}
-
-void pop_tag() {
-  uint64_t id = 0;
-  if (tagging()) g_pop_tag(kTagKind, &id);
-}
-
-const Backend kBackend = {start_cupti, describe, header_extra, flush_cupti, forked_child, push_tag, pop_tag};
+const Backend kBackend = {start_cupti, describe, header_extra, flush_cupti, forked_child};
 
 }  // namespace
 

@@ -177,9 +177,6 @@ void format_record(Out& out, const Record& r) {
       }
       out.chr(']');
       break;
-    case Type::correlation:
-      start(out, "correlation", r).key("seq").u64(r.v[0]).key("correlation").u64(r.v[1]);
-      break;
     case Type::range:
       start(out, "range", r);
       end_key(out, r);

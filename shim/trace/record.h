@@ -23,7 +23,6 @@ enum class Type : uint8_t {
   range,         // v0 end, v1 name id, v2 domain id, v3 tid
   // The shim's own again (after the CUPTI kinds, so recorded traces keep their numbers):
   launch,        // v0 seq, v1 stream, v2 function, v4 n, v5..v12 region bases; k1 1: continued
-  correlation,   // v0 seq (CUPTI's external id), v1 CUPTI's correlation id
 };
 
 constexpr uint8_t kNone = 0xff;

@@ -46,13 +46,10 @@ void budget(int device);
 void host_registered(uintptr_t ptr, uint64_t bytes, uint64_t dur_ns, const char* result, const char* why);
 void host_unregistered(uintptr_t ptr, uint64_t bytes, uint64_t dur_ns, const char* why);
 void cache_totals(uint64_t hits, uint64_t misses, uint64_t evictions, uint64_t invalidations, uint64_t bytes);
-// A kernel launch the shim scanned: launch_begin right before the driver call (with CUPTI on, the
-// call is tagged with `seq`, its number among the process's scanned launches, and a `correlation`
-// line ties it to its `kernel` record), launch_end after it, then, if it was queued, `launch` with
-// the allocations (registry region bases) its arguments point into: the step timelines of
+// A kernel launch, just queued: its number among the process's launches since the trace started,
+// and the tracked allocations (registry region bases) its arguments point into. Every launch while
+// tracing has one, in the order of CUPTI's `kernel` records on its stream: the step timelines of
 // docs/design/schedule.md.
-void launch_begin(uint64_t seq);
-void launch_end();
 void launch(uint64_t seq, uintptr_t stream, uintptr_t fn, const uintptr_t* regions, size_t n);
 
 // Copy paths of the `copy` event (FORMAT.md): what act/ made of a copy.
@@ -103,10 +100,6 @@ struct Backend {
   void (*flush_cupti)(bool force);
   // In a fork child, before anything else of the trace: CUPTI is the parent's.
   void (*forked_child)();
-  // Tags the calling thread's next CUDA calls with an id of the shim's until pop_tag (CUPTI's
-  // external correlation); both do nothing when CUPTI is off.
-  void (*push_tag)(uint64_t id);
-  void (*pop_tag)();
 };
 void set_backend(const Backend* backend);
 

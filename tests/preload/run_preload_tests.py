@@ -972,7 +972,7 @@ class PreloadOldDriver(PreloadCase):
 # ---- the trace (GPUMEMSHIM_TRACE; shim/trace/FORMAT.md) ------------------------------------------------------
 
 TRACE_EVENTS = {"alloc", "free", "copy", "decision", "budget", "register", "unregister", "cache",
-                "kernel", "memcpy", "memset", "um", "range", "launch", "correlation"}
+                "kernel", "memcpy", "memset", "um", "range", "launch"}
 TRACE_BOOKKEEPING = {"site", "dropped"}
 
 

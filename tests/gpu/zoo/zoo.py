@@ -1,0 +1,100 @@
+"""The training zoo: models people train, built from code with random weights (no downloads), each
+with its usual optimizer and precision. One process trains one model for a few steps and prints one
+JSON line (train_steps.run): the median step time after warm-up, the peak memory PyTorch saw, the
+last loss; or the out-of-memory error it died of.
+
+  zoo.py MODEL [--steps N] [--save-on-cpu BUDGET_BYTES]
+
+MODEL: resnet50 (torchvision, SGD with momentum, fp32, batch 128), llama (a Hugging Face transformers
+causal LM built from a LlamaConfig, AdamW, bf16 autocast), vit (torchvision vit_b_16, AdamW, bf16
+autocast), gpt (tests/gpu/placement/torch_gpt.py's model: bf16 weights, SGD with momentum).
+--save-on-cpu: PyTorch's own answer to a step that does not fit, activations offloaded with
+torch.autograd.graph.save_on_cpu(pin_memory=True), under torch.cuda.set_per_process_memory_fraction
+set to the budget.
+"""
+import argparse
+import contextlib
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "placement"))
+import train_steps  # noqa: E402
+
+
+def resnet50():
+    import torchvision
+    model = torchvision.models.resnet50().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(128, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (128,), device="cuda")
+    return model, opt, lambda: F.cross_entropy(model(x), y), contextlib.nullcontext, {"batch": 128}
+
+
+def llama():
+    import transformers
+    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=1536, intermediate_size=4096, num_hidden_layers=8,
+                                   num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=1024)
+    cfg._attn_implementation = "sdpa"
+    model = transformers.LlamaForCausalLM(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    batch, seq = 8, 1024
+    ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda")
+    autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
+    return model, opt, lambda: model(input_ids=ids, labels=ids).loss, autocast, {"batch": batch, "seq": seq}
+
+
+def vit():
+    import torchvision
+    model = torchvision.models.vit_b_16().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(96, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (96,), device="cuda")
+    autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
+    return model, opt, lambda: F.cross_entropy(model(x), y), autocast, {"batch": 96}
+
+
+def gpt():
+    import torch_gpt
+    vocab, width, layers, seq, batch = 8192, 4096, 2, 1024, 32
+    model = torch_gpt.GPT(vocab, width, layers, width // 128, seq).cuda().to(torch.bfloat16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randint(0, vocab, (batch, seq), device="cuda")
+    y = torch.randint(0, vocab, (batch, seq), device="cuda")
+    loss = lambda: F.cross_entropy(model(x).view(-1, vocab).float(), y.view(-1))  # noqa: E731
+    return model, opt, loss, contextlib.nullcontext, {"batch": batch, "width": width}
+
+
+MODELS = {"resnet50": resnet50, "llama": llama, "vit": vit, "gpt": gpt}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model", choices=sorted(MODELS))
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--save-on-cpu", type=int, default=0, metavar="BUDGET_BYTES")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = False
+    if a.save_on_cpu:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.save_on_cpu / total))
+    model, opt, forward, autocast, info = MODELS[a.model]()
+    offload = (lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)) if a.save_on_cpu else contextlib.nullcontext
+
+    def step():
+        with offload(), autocast():
+            loss = forward()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train_steps.run(step, a.steps, {"model": a.model, **info})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
