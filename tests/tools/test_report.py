@@ -57,6 +57,7 @@ CASES = {
     "copies_top1": ["copies.jsonl", "--top", "1"],
     "two_ranks": ["rank0.jsonl", "rank1.jsonl"],
     "truncated": ["truncated.jsonl"],
+    "training": ["training.jsonl"],
 }
 PERFETTO_CASES = ("um_faults", "copies", "two_ranks")
 
@@ -198,6 +199,60 @@ def key_paths(value, prefix=""):
         for v in value:
             paths |= key_paths(v, prefix + "[]")
     return paths
+
+
+class ReportStepsTest(unittest.TestCase):
+    """The repeating step of a training loop (training.jsonl: ten kernels a step, three activations
+    over the budget), the bound its budget allows, and the step timeline --timeline writes."""
+
+    def test_step_and_bounds(self):
+        r = report("training.jsonl", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (s,) = json.loads(r.stdout)["steps"]
+        self.assertNotIn("missing", s)
+        self.assertEqual((s["period"], s["steps"], s["first_launch"]), (10, 5, 30))
+        self.assertEqual(s["budget"], 1 << 30)
+        self.assertEqual(s["peak_bytes"], 1792 << 20, "the weights and five activations")
+        self.assertEqual(s["kernel_ns"], 10 * 2000000)
+        self.assertEqual(s["busy_ns"], s["kernel_ns"])
+        self.assertEqual(s["measured_ns"], s["busy_ns"] + s["idle_ns"])
+        self.assertEqual((s["copied_in"], s["copied_out"]), (3 * 256 << 20, 3 * 256 << 20))
+        # 768 MiB over the budget at the peak go out during the forward pass and come back during the
+        # backward pass, each at 54.6 GB/s: 14.7 ms each way against 10 ms of kernels each.
+        self.assertAlmostEqual(s["floor_ns"] / 1e6, 2 * 768 * (1 << 20) / 54.6e6, delta=0.5)
+        self.assertGreaterEqual(s["bound_ns"], s["floor_ns"])
+        self.assertGreater(s["measured_ns"], s["bound_ns"], "the recorded run waits for every copy")
+        self.assertGreaterEqual(s["plan_in"], 768 << 20)
+        self.assertTrue(s["feasible"])
+
+    def test_text_table(self):
+        out = report("training.jsonl").stdout
+        self.assertIn("Repeating step", out)
+        self.assertRegex(out, r"pid 7100 +10 +5 ")
+
+    def test_no_launch_lines_says_why(self):
+        (s,) = json.loads(report("copies.jsonl", "--json").stdout)["steps"]
+        self.assertIn("no launch lines", s["missing"])
+
+    def test_timeline_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "step.tl")
+            r = report("training.jsonl", "--timeline", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                lines = [l.split() for l in f if not l.startswith("#")]
+            self.assertEqual(lines[0], ["timeline", "1", "10"])
+            kernels = [l for l in lines if l[0] == "kernel"]
+            allocs = [l for l in lines if l[0] == "alloc"]
+            self.assertEqual(len(kernels), 10)
+            self.assertEqual(sorted(a[3] for a in allocs).count("persistent"), 1, "the weights")
+            self.assertEqual(len(allocs), 6)
+            # Kernel 9 (the last backward kernel) uses the first activation and the weights.
+            first = next(a[1] for a in allocs if a[3] == "0")
+            self.assertEqual(sorted(kernels[9][3:]), sorted([first, next(a[1] for a in allocs if a[3] == "persistent")]))
+            r = report("copies.jsonl", "--timeline", out)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no step timeline", r.stderr)
 
 
 class ReportJsonTest(unittest.TestCase):

@@ -291,6 +291,40 @@ void decisions(JsonWriter& w, const Report& r) {
   rows("decision_reasons", r.decision_reasons, true);
 }
 
+void steps(JsonWriter& w, const Report& r) {
+  w.key("steps");
+  w.begin_array();
+  for (const StepRow& s : r.steps) {
+    w.begin_object();
+    w.key("file"), w.value(static_cast<int64_t>(s.file));
+    if (!s.missing.empty()) {
+      w.key("missing"), w.value(s.missing);
+      w.end_object();
+      continue;
+    }
+    w.key("period"), w.value(static_cast<int64_t>(s.period));
+    w.key("steps"), w.value(static_cast<int64_t>(s.steps));
+    w.key("first_launch"), w.value(static_cast<int64_t>(s.first));
+    w.key("measured_ns"), w.value(s.measured_ns);
+    w.key("busy_ns"), w.value(s.busy_ns);
+    w.key("idle_ns"), w.value(s.idle_ns);
+    w.key("kernel_ns"), w.value(s.kernel_ns);
+    w.key("copied_in"), w.value(s.copied_in);
+    w.key("copied_out"), w.value(s.copied_out);
+    w.key("copy_in_ns"), w.value(s.copy_in_ns);
+    w.key("copy_out_ns"), w.value(s.copy_out_ns);
+    w.key("peak_bytes"), w.value(s.peak_bytes);
+    w.key("budget"), w.value(s.budget);
+    w.key("feasible"), w.value(s.feasible);
+    w.key("bound_ns"), w.value(s.bound_ns);
+    w.key("floor_ns"), w.value(s.floor_ns);
+    w.key("plan_in"), w.value(s.plan_in);
+    w.key("plan_out"), w.value(s.plan_out);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void offenders(JsonWriter& w, const Report& r) {
   w.key("offenders");
   w.begin_array();
@@ -331,6 +365,7 @@ bool write_json(const TraceSet& set, const Report& r, std::FILE* out) {
   copies(w, r);
   registration(w, r);
   decisions(w, r);
+  steps(w, r);
   offenders(w, r);
   w.end_object();
   return w.flush();

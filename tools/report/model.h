@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "report/steps.h"
 #include "report/trace.h"
 
 namespace gms::report {
@@ -155,6 +156,7 @@ struct Report {
   std::vector<DecisionRow> decisions;         // per what
   std::vector<DecisionRow> decision_reasons;  // per what and reason
   std::vector<Offender> offenders;            // worst first, at most `top`
+  std::vector<StepRow> steps;                 // per file: its repeating step and the bound
 };
 
 struct AnalyzeOptions {

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "report/align.h"
 #include "report/model.h"
+#include "report/steps.h"
 #include "report/render.h"
 #include "report/tables.h"
 #include "report/trace_reader.h"
@@ -33,6 +34,7 @@ void print_report_help() {
       "  --perfetto FILE    also write a timeline for ui.perfetto.dev or chrome://tracing\n"
       "  --html FILE        also write one self-contained HTML page with plots and the tables\n"
       "  --top N            how many offenders to list (default 5)\n"
+      "  --timeline FILE    also write the first trace's repeating step as a step timeline (policy/timeline.h)\n"
       "  -h, --help         this help\n\n"
       "Exit status: 0 on success, 2 for bad arguments or a trace that cannot be read (the message names\n"
       "the file and line), 1 when an output file cannot be written.\n");
@@ -64,7 +66,7 @@ bool write_file(const std::string& path, const char* what, Write write) {
 int report_command(int argc, char** argv) {
   std::vector<std::string> traces;
   bool json = false;
-  std::string perfetto_path, html_path;
+  std::string perfetto_path, html_path, timeline_path;
   int top = 5;
   bool options_done = false;
   for (int i = 1; i < argc; ++i) {
@@ -90,7 +92,9 @@ int report_command(int argc, char** argv) {
       value = a.substr(eq + 1);
       has_value = true;
     }
-    if (name != "--perfetto" && name != "--html" && name != "--top") return usage("unknown option '" + a + "'");
+    if (name != "--perfetto" && name != "--html" && name != "--top" && name != "--timeline") {
+      return usage("unknown option '" + a + "'");
+    }
     if (!has_value) {
       if (i + 1 >= argc) return usage(name + " needs a value");
       value = argv[++i];
@@ -99,6 +103,8 @@ int report_command(int argc, char** argv) {
       perfetto_path = value;
     } else if (name == "--html") {
       html_path = value;
+    } else if (name == "--timeline") {
+      timeline_path = value;
     } else {
       char* end = nullptr;
       errno = 0;
@@ -129,6 +135,17 @@ int report_command(int argc, char** argv) {
   if (!html_path.empty()) {
     report::ReportView view = report::build_view(set, r, kHtmlRows);
     ok &= write_file(html_path, "HTML report", [&](std::FILE* f) { return report::write_html(set, r, view, f); });
+  }
+  if (!timeline_path.empty()) {
+    policy::StepTimeline t;
+    const report::StepRow row = report::find_step(set, 0, &t);
+    if (!row.missing.empty()) {
+      std::fprintf(stderr, "gpumemshim report: no step timeline in %s: %s\n", set.files[0].path.c_str(), row.missing.c_str());
+      ok = false;
+    } else {
+      const std::string text = t.format();
+      ok &= write_file(timeline_path, "step timeline", [&](std::FILE* f) { return std::fputs(text.c_str(), f) >= 0; });
+    }
   }
   if (json) {
     ok &= report::write_json(set, r, stdout);

@@ -10,6 +10,11 @@ namespace {
 
 std::string count(int64_t n) { return human_count(n); }
 std::string bytes(uint64_t n) { return human_bytes(n); }
+std::string ratio(double r) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", r);
+  return text;
+}
 
 void limit_rows(Table& t, size_t total, size_t max_rows, const char* what) {
   if (total > max_rows) {
@@ -235,6 +240,43 @@ Table decisions_table(const Report& r) {
   return tab;
 }
 
+// Each process's repeating step against the least time its budget allows (report/steps.h).
+Table steps_table(const TraceSet& set, const Report& r) {
+  Table tab{"steps",
+            "Repeating step",
+            {"process", "kernels", "steps", "step", "floor", "/floor", "schedule", "/schedule", "busy", "idle",
+             "copied in", "copied out", "peak", "budget"},
+            {false, true, true, true, true, true, true, true, true, true, true, true, true, true},
+            {},
+            {},
+            "no repeating step in the trace"};
+  auto over = [](int64_t a, int64_t b) { return b > 0 ? ratio(static_cast<double>(a) / static_cast<double>(b)) : "-"; };
+  for (const StepRow& s : r.steps) {
+    const std::string who = set.files[s.file].who();
+    if (!s.missing.empty()) {
+      tab.notes.push_back(who + ": no step: " + s.missing);
+      continue;
+    }
+    const bool bounded = s.bound_ns > 0;
+    tab.rows.push_back({who, count(static_cast<int64_t>(s.period)), count(static_cast<int64_t>(s.steps)),
+                        human_duration(s.measured_ns), bounded ? human_duration(s.floor_ns) : "-",
+                        over(s.measured_ns, s.floor_ns), bounded ? human_duration(s.bound_ns) : "-",
+                        over(s.measured_ns, s.bound_ns), human_duration(s.busy_ns), human_duration(s.idle_ns),
+                        bytes(s.copied_in), bytes(s.copied_out), bytes(s.peak_bytes), s.budget ? bytes(s.budget) : "-"});
+    if (bounded) {
+      tab.notes.push_back(who + ": the schedule moves " + bytes(s.plan_in) + " in and " + bytes(s.plan_out) +
+                          " out per step at 54.6 GB/s each way beside the kernels, each at its fastest in the trace (" +
+                          human_duration(s.kernel_ns) + " in all)" +
+                          (s.feasible ? "" : "; a kernel alone needs more than the budget"));
+    }
+  }
+  if (!tab.rows.empty()) {
+    tab.notes.push_back("step: the last whole step but one, as it ran (busy: kernels running; idle: the GPU waiting); "
+                        "floor: no schedule beats it; schedule: a planner that knows the step (policy/step_plan.h)");
+  }
+  return tab;
+}
+
 }  // namespace
 
 ReportView build_view(const TraceSet& set, const Report& r, size_t max_rows) {
@@ -253,6 +295,7 @@ ReportView build_view(const TraceSet& set, const Report& r, size_t max_rows) {
   v.tables.push_back(copies_table(r));
   v.tables.push_back(registration_table(r));
   v.tables.push_back(decisions_table(r));
+  v.tables.push_back(steps_table(set, r));
   int n = 0;
   for (const Offender& o : r.offenders) {
     v.offenders.push_back(std::to_string(++n) + ". [" + human_duration(o.lost_ns) + "] " + o.hint);

@@ -104,6 +104,11 @@ struct RangeEvent {  // an NVTX range
   uint32_t name, domain;
   int64_t tid;
 };
+struct LaunchEvent {  // a kernel launch the program queued (the shim's `launch` lines, parts merged)
+  int64_t t;
+  uint64_t seq, stream, fn;
+  uint32_t first_region, regions;  // into TraceFile::launch_regions
+};
 struct CacheTotals {  // the registration cache, as its last `cache` line said
   int64_t hits = 0, misses = 0, evictions = 0, invalidations = 0, bytes = 0;
   bool seen = false;
@@ -150,6 +155,8 @@ struct TraceFile {
   std::vector<MemsetEvent> memsets;
   std::vector<UmEvent> um;
   std::vector<RangeEvent> ranges;
+  std::vector<LaunchEvent> launches;
+  std::vector<uint64_t> launch_regions;  // the allocations each launch points into, launch after launch
 
   // "rank 1" when the rank is known, else "pid 4242"; used wherever a row names its process.
   std::string who() const;

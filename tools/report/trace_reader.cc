@@ -275,6 +275,27 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
     e.device = r.device();
     e.stream = r.integer("stream");
     f.memsets.push_back(e);
+  } else if (type == "launch") {
+    r.count_unknown_keys({"type", "t", "seq", "stream", "fn", "regions", "part"});
+    const uint64_t seq = r.size("seq");
+    const bool part = r.integer("part") != 0;
+    if (part && (f.launches.empty() || f.launches.back().seq != seq)) r.fail("a \"launch\" part with no launch before it");
+    if (!part) {
+      f.launches.push_back({r.time(), seq, r.address("stream"), r.address("fn"),
+                            static_cast<uint32_t>(f.launch_regions.size()), 0});
+    }
+    JsonRef regions = r.obj().get("regions");
+    if (regions.valid() && !regions.is(JsonType::kArray)) r.fail("a \"launch\" line's \"regions\" must be an array");
+    for (JsonRef x = regions.first(); x.valid(); x = x.next()) {
+      uint64_t a = 0;
+      std::string_view s = x.string_or();
+      if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') ||
+          std::from_chars(s.data() + 2, s.data() + s.size(), a, 16).ptr != s.data() + s.size()) {
+        r.fail("a \"launch\" line's \"regions\" must be address strings \"0x...\"");
+      }
+      f.launch_regions.push_back(a);
+      ++f.launches.back().regions;
+    }
   } else if (type == "range") {
     r.count_unknown_keys({"type", "t", "end", "name", "domain", "tid"});
     RangeEvent e{};

@@ -333,6 +333,53 @@ def truncated():
     tr.write("truncated.jsonl", cut_last=60)
 
 
+def training():
+    """A training loop under swap at a budget below its peak, with the shim's `launch` lines: five
+    steps of ten kernels (a forward pass making one activation per kernel, a backward pass using them
+    in reverse and freeing them), weights used by every kernel; the shim's copies each way; the GPU
+    idle between kernels while copies run."""
+    budget = 1024 * MiB
+    dev = dict(H100, budget_bytes=budget)
+    tr = Trace(header(pid=7100, argv=("python3", "train.py"), t0=5_000_000_000_000, wall="2026-11-25T21:00:00Z",
+                      policy="swap", devices=(dev,), faults=False))
+    w = 0x7e0000000000
+    tr.add("alloc", t=1 * MS, ptr=addr(w), bytes=512 * MiB, device=0, api="cuMemAlloc", kind="device",
+           placement="swap")
+    seq = 0
+    t = 10 * MS
+    fns = ["0x%x" % (0x5000 + k) for k in range(10)]
+    names = ["forward_%d" % k for k in range(5)] + ["backward_%d" % k for k in range(5)]
+    for step in range(5):
+        acts = []
+        for k in range(10):
+            if k < 5:
+                a = 0x7f0000000000 + (step * 5 + k) * 256 * MiB
+                acts.append(a)
+                tr.add("alloc", t=t, ptr=addr(a), bytes=256 * MiB, device=0, api="cuMemAllocAsync", kind="device",
+                       placement="swap")
+                regions = [addr(w), addr(a)]
+            else:
+                regions = [addr(w), addr(acts[9 - k])]
+            tr.add("launch", t=t + 5 * US, seq=seq, stream="0x0", fn=fns[k], regions=regions)
+            # Over the budget from the third activation on: three go out and come back, one copy of 256
+            # MiB (4.9 ms at 54.6 GB/s) before each of six kernels, which waits for it.
+            wait = 5 * MS if k in (2, 3, 4, 5, 6, 7) else 0
+            if wait:
+                kind = ("dtoh", "device", "pinned") if k < 5 else ("htod", "pinned", "device")
+                tr.add("memcpy", t=t + 20 * US, end=t + 20 * US + 256 * MiB * 1000 // 54600, bytes=256 * MiB,
+                       copy_kind=kind[0], src_kind=kind[1], dst_kind=kind[2], device=0, stream=158, correlation=0)
+            start = t + 10 * US + wait
+            tr.add("kernel", t=start, end=start + 2 * MS, name=names[k], device=0, stream=7, correlation=seq + 1,
+                   grid=[1024, 1, 1], block=[256, 1, 1])
+            seq += 1
+            t = start + 2 * MS + 50 * US
+            if k >= 5:
+                tr.add("free", t=t, ptr=addr(acts[9 - k]), bytes=256 * MiB, api="cuMemFree")
+    tr.add("free", t=t + MS, ptr=addr(w), bytes=512 * MiB, api="cuMemFree")
+    tr.end()
+    tr.write("training.jsonl")
+
+
 def malformed():
     good = json.dumps(header(pid=9000), separators=(", ", ": "))
     lines = [good,
@@ -367,4 +414,5 @@ if __name__ == "__main__":
     rank(0)
     rank(1)
     truncated()
+    training()
     malformed()

@@ -1,0 +1,469 @@
+#include "policy/step_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace gms::policy {
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// One instance of an allocation in the unrolled run: made at `born`, freed at `died` (global
+// kernel positions), used at `uses`.
+struct Instance {
+  uint32_t alloc = 0;
+  int64_t born = 0, died = 0;
+  std::vector<int64_t> uses;
+};
+
+// A piece of an instance: what is resident or not.
+struct Unit {
+  uint32_t inst = 0;
+  uint32_t piece = 0;
+  uint64_t bytes = 0;
+};
+
+struct Unrolled {
+  int64_t period = 0, steps = 0;
+  std::vector<Instance> inst;
+  std::vector<Unit> units;
+  std::vector<std::vector<uint32_t>> units_of;  // per instance
+  std::vector<std::vector<uint32_t>> uses_at;   // per global position: instances
+  std::vector<std::vector<uint32_t>> born_at, died_at;
+};
+
+// Instance index of allocation `a` alive at global position g, given the per-step instance table.
+Unrolled unroll(const StepTimeline& t, const StepPlanConfig& cfg) {
+  Unrolled u;
+  u.period = static_cast<int64_t>(t.period());
+  // One step more than measured: the measured step's last evictions see the uses after it.
+  u.steps = std::max<int64_t>(2, cfg.steps) + 1;
+  const int64_t n = u.period * u.steps;
+  // inst_of[a][r + 1]: instance of allocation a made in step r (r = -1: the one alive at the start).
+  std::vector<std::vector<int64_t>> inst_of(t.allocs.size());
+  for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+    const StepTimeline::Alloc& x = t.allocs[a];
+    inst_of[a].assign(u.steps + 1, -1);
+    if (x.persistent()) {
+      inst_of[a][0] = static_cast<int64_t>(u.inst.size());
+      u.inst.push_back({a, 0, n, {}});
+      continue;
+    }
+    for (int64_t r = -1; r < u.steps; ++r) {
+      int64_t born = r * u.period + x.born, died = r * u.period + x.died;
+      if (died <= 0) continue;
+      born = std::max<int64_t>(born, 0);
+      inst_of[a][r + 1] = static_cast<int64_t>(u.inst.size());
+      u.inst.push_back({a, born, std::min(died, n), {}});
+    }
+  }
+  u.uses_at.resize(n);
+  u.born_at.resize(n + 1);
+  u.died_at.resize(n + 1);
+  for (int64_t g = 0; g < n; ++g) {
+    const int64_t r = g / u.period, p = g % u.period;
+    for (uint32_t a : t.kernels[p].uses) {
+      const StepTimeline::Alloc& x = t.allocs[a];
+      int64_t i = x.persistent() ? inst_of[a][0] : inst_of[a][(p >= x.born ? r : r - 1) + 1];
+      if (i < 0) continue;  // check() rules this out
+      u.inst[i].uses.push_back(g);
+      u.uses_at[g].push_back(static_cast<uint32_t>(i));
+    }
+  }
+  u.units_of.resize(u.inst.size());
+  for (uint32_t i = 0; i < u.inst.size(); ++i) {
+    const Instance& in = u.inst[i];
+    u.born_at[in.born].push_back(i);
+    u.died_at[in.died].push_back(i);
+    const uint64_t bytes = t.allocs[in.alloc].bytes, piece = std::max<uint64_t>(cfg.piece_bytes, 1);
+    for (uint64_t off = 0, k = 0; off < bytes || k == 0; off += piece, ++k) {
+      u.units_of[i].push_back(static_cast<uint32_t>(u.units.size()));
+      u.units.push_back({i, static_cast<uint32_t>(k), std::min(piece, bytes - std::min(bytes, off))});
+      if (bytes == 0) break;
+    }
+  }
+  return u;
+}
+
+// The first use of instance i after position g, or kNever (also when it dies first).
+int64_t next_use(const Instance& in, int64_t g) {
+  auto it = std::upper_bound(in.uses.begin(), in.uses.end(), g);
+  return it == in.uses.end() ? kNever : *it;
+}
+
+// The last use of instance i before position g, or -1.
+int64_t last_use_before(const Instance& in, int64_t g) {
+  auto it = std::lower_bound(in.uses.begin(), in.uses.end(), g);
+  return it == in.uses.begin() ? -1 : *(it - 1);
+}
+
+// A decided move in the unrolled run.
+struct Decided {
+  uint32_t unit;
+  int64_t at;       // position that needed it
+  bool to_device;
+  bool copied;
+};
+
+}  // namespace
+
+StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
+  StepPlan plan;
+  if (t.kernels.empty()) return plan;
+  const Unrolled u = unroll(t, cfg);
+  const int64_t n = u.period * u.steps;
+  const bool lru = cfg.victims == StepPlanConfig::Victims::least_recently_used;
+
+  // --- which pieces move at which kernel (positions only) ---
+  std::vector<char> resident(u.units.size(), 0);
+  std::vector<int64_t> key(u.units.size(), 0);  // farthest: next use; lru: last use
+  std::set<std::pair<int64_t, uint32_t>> order;  // resident units by key
+  uint64_t used = 0;
+  std::vector<Decided> decided;
+  std::vector<int64_t> now_used(u.units.size(), -1);
+  std::vector<char> born_away(u.units.size(), 0);  // made on the host: no room, nothing in it yet
+  auto add = [&](uint32_t x, int64_t k) {
+    resident[x] = 1;
+    key[x] = k;
+    order.insert({k, x});
+    used += u.units[x].bytes;
+  };
+  auto remove = [&](uint32_t x) {
+    resident[x] = 0;
+    order.erase({key[x], x});
+    used -= u.units[x].bytes;
+  };
+  for (int64_t g = 0; g < n; ++g) {
+    for (uint32_t i : u.died_at[g]) {
+      for (uint32_t x : u.units_of[i]) {
+        if (resident[x]) remove(x);
+      }
+    }
+    // Pieces this kernel uses come first (they must be on the device), then pieces made here for a
+    // later kernel, which start on the host (with nothing in them yet) when everything on the device
+    // is needed sooner.
+    std::vector<uint32_t> need_now, need_later;
+    for (uint32_t i : u.uses_at[g]) {
+      for (uint32_t x : u.units_of[i]) {
+        now_used[x] = g;
+        if (!resident[x] && std::find(need_now.begin(), need_now.end(), x) == need_now.end()) need_now.push_back(x);
+      }
+    }
+    for (uint32_t i : u.born_at[g]) {
+      for (uint32_t x : u.units_of[i]) {
+        if (now_used[x] != g) need_later.push_back(x);
+      }
+    }
+    // Evicts until `bytes` more fit; with farthest next use only pieces used later than `limit`.
+    auto make_room = [&](uint64_t bytes, int64_t limit) {
+      while (used + bytes > cfg.budget && !order.empty()) {
+        auto it = lru ? std::find_if(order.begin(), order.end(), [&](const auto& e) { return now_used[e.second] != g; })
+                      : std::prev(order.end());
+        if (it == order.end() || now_used[it->second] == g || (!lru && it->first <= limit)) return false;
+        const uint32_t victim = it->second;
+        const Instance& in = u.inst[u.units[victim].inst];
+        const bool copied = next_use(in, g - 1) < in.died;
+        remove(victim);
+        decided.push_back({victim, g, false, copied});
+      }
+      return used + bytes <= cfg.budget;
+    };
+    for (uint32_t x : need_now) {
+      const Instance& in = u.inst[u.units[x].inst];
+      if (!make_room(u.units[x].bytes, -1)) plan.feasible = false;
+      if (in.born != g) decided.push_back({x, g, true, true});
+      add(x, lru ? g : next_use(in, g - 1));
+    }
+    for (uint32_t x : need_later) {
+      const Instance& in = u.inst[u.units[x].inst];
+      const int64_t k = next_use(in, g - 1);
+      if (make_room(u.units[x].bytes, lru ? -1 : k)) {
+        add(x, lru ? g : k);
+      } else {
+        born_away[x] = 1;
+        decided.push_back({x, g, false, false});
+      }
+    }
+    plan.max_resident = std::max(plan.max_resident, used);
+    // Keys after this kernel: farthest uses the next use, lru the last use (this one).
+    for (uint32_t i : u.uses_at[g]) {
+      const int64_t k = lru ? g : next_use(u.inst[i], g);
+      for (uint32_t x : u.units_of[i]) {
+        if (!resident[x]) continue;
+        order.erase({key[x], x});
+        key[x] = k;
+        order.insert({k, x});
+      }
+    }
+  }
+
+  // --- when: kernels and the two directions of the link ---
+  std::vector<double> start(n, 0), end(n, 0);
+  std::vector<double> move_start(decided.size(), 0), move_end(decided.size(), 0);
+  // Room: bytes held, and future releases (time, bytes) to draw on, earliest first.
+  std::priority_queue<std::pair<double, uint64_t>, std::vector<std::pair<double, uint64_t>>, std::greater<>> releases;
+  uint64_t held = 0;
+  auto room_at = [&](uint64_t bytes, double not_before) {
+    double t0 = not_before;
+    while (held + bytes > cfg.budget && !releases.empty()) {
+      held -= std::min(held, releases.top().second);
+      t0 = std::max(t0, releases.top().first);
+      releases.pop();
+    }
+    held += bytes;
+    return t0;
+  };
+  double out_free = 0, in_free = 0;
+  size_t d = 0;
+  std::vector<char> held_now(u.units.size(), 0);
+  for (int64_t g = 0; g < n; ++g) {
+    const double prev_end = g ? end[g - 1] : 0;
+    for (uint32_t i : u.died_at[g]) {
+      const double at = std::max(0.0, last_use_before(u.inst[i], g) >= 0 ? end[last_use_before(u.inst[i], g)] : prev_end);
+      for (uint32_t x : u.units_of[i]) {
+        if (held_now[x]) releases.push({at, u.units[x].bytes});
+        held_now[x] = 0;
+      }
+    }
+    double ready = prev_end;
+    // This kernel's decisions: evictions of pieces made before it first (the room they leave is
+    // what the pieces made here take), then the pieces made here, then the rest.
+    const size_t first_d = d;
+    while (d < decided.size() && decided[d].at == g) ++d;
+    auto carry_out = [&](size_t k) {
+      const Decided& m = decided[k];
+      const uint32_t x = m.unit;
+      const Instance& in = u.inst[u.units[x].inst];
+      const uint64_t bytes = u.units[x].bytes;
+      if (!m.to_device) {
+        const int64_t lu = last_use_before(in, g);
+        const double after = lu >= 0 ? end[lu] : 0;
+        if (m.copied) {
+          move_start[k] = std::max(out_free, after);
+          out_free = move_end[k] = move_start[k] + bytes / cfg.out_bytes_per_ns;
+        } else {
+          move_start[k] = move_end[k] = after;
+        }
+        if (held_now[x]) releases.push({move_end[k], bytes});
+        held_now[x] = 0;
+        return;
+      }
+      move_start[k] = std::max(in_free, room_at(bytes, 0));
+      in_free = move_end[k] = move_start[k] + bytes / cfg.in_bytes_per_ns;
+      held_now[x] = 1;
+      ready = std::max(ready, move_end[k]);
+    };
+    auto made_here = [&](size_t k) { return u.inst[u.units[decided[k].unit].inst].born == g; };
+    for (size_t k = first_d; k < d; ++k) {
+      if (!decided[k].to_device && !made_here(k)) carry_out(k);
+    }
+    for (uint32_t i : u.born_at[g]) {
+      for (uint32_t x : u.units_of[i]) {
+        if (held_now[x] || born_away[x]) continue;
+        ready = std::max(ready, room_at(u.units[x].bytes, 0));
+        held_now[x] = 1;
+      }
+    }
+    for (size_t k = first_d; k < d; ++k) {
+      if (decided[k].to_device || made_here(k)) carry_out(k);
+    }
+    start[g] = ready;
+    end[g] = ready + static_cast<double>(t.kernels[g % u.period].dur_ns);
+  }
+
+  // --- the measured step: the last but one ---
+  const int64_t first = n - 2 * u.period, last = n - u.period;
+  const double t0 = end[first - 1];
+  plan.step_ns = static_cast<uint64_t>(std::llround(end[last - 1] - t0));
+  plan.kernel_ns = t.kernel_ns();
+  for (int64_t g = first; g < last; ++g) plan.kernel_start_ns.push_back(std::llround(start[g] - t0));
+  for (size_t k = 0; k < decided.size(); ++k) {
+    const Decided& m = decided[k];
+    if (m.at < first || m.at >= last) continue;
+    const Unit& x = u.units[m.unit];
+    const Instance& in = u.inst[x.inst];
+    StepMove s;
+    s.alloc = in.alloc;
+    s.piece = x.piece;
+    s.bytes = x.bytes;
+    s.to_device = m.to_device;
+    s.copied = m.copied;
+    s.needed_at = m.at - first;
+    const int64_t lu = m.to_device ? -1 : last_use_before(in, m.at);
+    s.after = lu >= first ? lu - first : -1;
+    s.start_ns = std::llround(move_start[k] - t0);
+    s.end_ns = std::llround(move_end[k] - t0);
+    (m.to_device ? plan.bytes_in : m.copied ? plan.bytes_out : plan.bytes_dropped) += x.bytes;
+    plan.moves.push_back(s);
+  }
+  // What is on the device when the measured step starts: replay the decisions up to it.
+  std::vector<char> on(u.units.size(), 0);
+  size_t k = 0;
+  for (int64_t g = 0; g < first; ++g) {
+    for (uint32_t i : u.died_at[g]) {
+      for (uint32_t x : u.units_of[i]) on[x] = 0;
+    }
+    for (uint32_t i : u.born_at[g]) {
+      for (uint32_t x : u.units_of[i]) on[x] = 1;
+    }
+    for (; k < decided.size() && decided[k].at == g; ++k) on[decided[k].unit] = decided[k].to_device;
+  }
+  for (uint32_t i : u.died_at[first]) {
+    for (uint32_t x : u.units_of[i]) on[x] = 0;
+  }
+  for (uint32_t x = 0; x < u.units.size(); ++x) {
+    const Instance& in = u.inst[u.units[x].inst];
+    if (on[x] && in.born < first && in.died > first) plan.resident_at_start.push_back({in.alloc, u.units[x].piece});
+  }
+  return plan;
+}
+
+uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
+  const int64_t period = static_cast<int64_t>(t.period());
+  std::vector<std::vector<int64_t>> uses(t.allocs.size());
+  for (int64_t p = 0; p < period; ++p) {
+    for (uint32_t a : t.kernels[p].uses) uses[a].push_back(p);
+  }
+  std::vector<double> before(period + 1, 0.0);  // kernel time before position p
+  for (int64_t p = 0; p < period; ++p) before[p + 1] = before[p] + static_cast<double>(t.kernels[p].dur_ns);
+  const double all = before[period];
+  double best = all;
+  struct Away {
+    double bytes;
+    int64_t last, next;  // last use before p (-1: before the step), next use from p (>= P: the next step's)
+  };
+  std::vector<Away> cand;
+  for (int64_t p = 0; p < period; ++p) {
+    double live = 0, dropped = 0;
+    cand.clear();
+    for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+      if (!t.alive(a, static_cast<uint64_t>(p))) continue;
+      const StepTimeline::Alloc& x = t.allocs[a];
+      const double b = static_cast<double>(x.bytes);
+      live += b;
+      if (std::binary_search(uses[a].begin(), uses[a].end(), p)) continue;  // must be on the device
+      // The instance alive at p: born at `from`, freed at `death` (this step's frame).
+      const bool current = x.persistent() || (x.born <= p && p < x.died);
+      const int64_t from = x.persistent() ? INT64_MIN : current ? x.born : x.born - period;
+      const int64_t death = x.persistent() ? INT64_MAX : current ? x.died : x.died - period;
+      int64_t last = -1, next = INT64_MAX;
+      for (int64_t q : uses[a]) {
+        for (int64_t g : {q - period, q, q + period}) {  // its uses in this frame, the step before and after
+          if (g < from || g >= death) continue;
+          if (g < p) last = std::max(last, g);
+          if (g > p) next = std::min(next, g);
+        }
+      }
+      if (next == INT64_MAX) {
+        dropped += b;  // never used again: away at no cost
+        continue;
+      }
+      cand.push_back({b, last, next});
+    }
+    double need = live - dropped - static_cast<double>(cfg.budget);
+    if (need <= 0) continue;
+    // Away at p: the bytes used again farthest ahead (they leave the longest windows to come back).
+    std::sort(cand.begin(), cand.end(), [](const Away& x, const Away& y) { return x.next > y.next; });
+    std::vector<Away> away;
+    for (const Away& c : cand) {
+      if (need <= 0) break;
+      away.push_back({std::min(c.bytes, need), c.last, c.next});
+      need -= c.bytes;
+    }
+    double moved = 0;
+    for (const Away& x : away) moved += x.bytes;
+    best = std::max(best, std::max(moved / cfg.out_bytes_per_ns, moved / cfg.in_bytes_per_ns));
+    // Before p: those last used at or after kernel q (this step) leave after it ran, by p.
+    double tb = before[p];
+    std::sort(away.begin(), away.end(), [](const Away& x, const Away& y) { return x.last > y.last; });
+    double out = 0;
+    for (const Away& x : away) {
+      if (x.last < 0) break;
+      out += x.bytes;
+      tb = std::max(tb, before[x.last + 1] + out / cfg.out_bytes_per_ns);
+    }
+    // From p: those used again by kernel q (this step) come back after p, before q starts.
+    double ta = all - before[p];
+    std::sort(away.begin(), away.end(), [](const Away& x, const Away& y) { return x.next < y.next; });
+    double in = 0;
+    for (const Away& x : away) {
+      if (x.next >= period) break;
+      in += x.bytes;
+      ta = std::max(ta, in / cfg.in_bytes_per_ns + (all - before[x.next]));
+    }
+    best = std::max(best, tb + ta);
+  }
+  return static_cast<uint64_t>(std::llround(best));
+}
+
+std::string check_plan(const StepTimeline& t, const StepPlanConfig& cfg, const StepPlan& plan) {
+  const int64_t period = static_cast<int64_t>(t.period());
+  if (plan.kernel_start_ns.size() != t.period()) return "the plan has no kernel times for every kernel";
+  auto piece_bytes = [&](uint32_t a, uint32_t piece) {
+    const uint64_t b = t.allocs[a].bytes, off = uint64_t{piece} * cfg.piece_bytes;
+    return std::min(cfg.piece_bytes, b - std::min(b, off));
+  };
+  std::map<std::pair<uint32_t, uint32_t>, char> on;  // alive pieces: 1 on the device, 0 away
+  for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+    if (!t.alive(a, 0)) continue;
+    const StepTimeline::Alloc& x = t.allocs[a];
+    if (!x.persistent() && x.born == 0) continue;  // made at kernel 0, below
+    for (uint32_t piece = 0; uint64_t{piece} * cfg.piece_bytes < std::max<uint64_t>(x.bytes, 1); ++piece) on[{a, piece}] = 0;
+  }
+  for (const auto& r : plan.resident_at_start) {
+    auto it = on.find(r);
+    if (it == on.end()) return "a piece on the device at the start is not alive then";
+    it->second = 1;
+  }
+  size_t m = 0;
+  for (int64_t p = 0; p < period; ++p) {
+    for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+      const StepTimeline::Alloc& x = t.allocs[a];
+      if (x.persistent()) continue;
+      if (x.died == p || x.died - period == p) std::erase_if(on, [&](const auto& e) { return e.first.first == a; });
+    }
+    for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+      const StepTimeline::Alloc& x = t.allocs[a];
+      if (x.persistent() || x.born != p) continue;
+      for (uint32_t piece = 0; uint64_t{piece} * cfg.piece_bytes < std::max<uint64_t>(x.bytes, 1); ++piece) on[{a, piece}] = 1;
+    }
+    for (; m < plan.moves.size() && plan.moves[m].needed_at == p; ++m) {
+      const StepMove& mv = plan.moves[m];
+      auto it = on.find({mv.alloc, mv.piece});
+      const std::string what = "kernel " + std::to_string(p) + ", allocation " + std::to_string(mv.alloc) + " piece " +
+                               std::to_string(mv.piece) + ": ";
+      if (it == on.end()) return what + "moved while not alive";
+      if (it->second == (mv.to_device ? 1 : 0)) return what + (mv.to_device ? "brought in but not away" : "evicted but not there");
+      it->second = mv.to_device ? 1 : 0;
+      if (mv.to_device && mv.end_ns > plan.kernel_start_ns[p]) return what + "its copy in ends after the kernel starts";
+      if (!mv.to_device && mv.after >= 0 &&
+          mv.start_ns < plan.kernel_start_ns[mv.after] + static_cast<int64_t>(t.kernels[mv.after].dur_ns)) {
+        return what + "its copy out starts before its last use ends";
+      }
+    }
+    uint64_t resident = 0;
+    for (const auto& [key, where] : on) {
+      if (where) resident += piece_bytes(key.first, key.second);
+    }
+    for (uint32_t a : t.kernels[p].uses) {
+      for (uint32_t piece = 0; uint64_t{piece} * cfg.piece_bytes < std::max<uint64_t>(t.allocs[a].bytes, 1); ++piece) {
+        auto it = on.find({a, piece});
+        if (it == on.end() || !it->second) {
+          return "kernel " + std::to_string(p) + " uses allocation " + std::to_string(a) + " piece " + std::to_string(piece) +
+                 ", which is not on the device";
+        }
+      }
+    }
+    if (plan.feasible && resident > cfg.budget) {
+      return "kernel " + std::to_string(p) + ": " + std::to_string(resident) + " bytes on the device, over the budget of " +
+             std::to_string(cfg.budget);
+    }
+  }
+  return "";
+}
+
+}  // namespace gms::policy
