@@ -100,7 +100,7 @@ std::string StepTimeline::format() const {
     s += "\n";
   }
   for (size_t p = 0; p < kernels.size(); ++p) {
-    s += "kernel " + std::to_string(p) + " " + std::to_string(kernels[p].dur_ns);
+    s += "kernel " + std::to_string(p) + " " + std::to_string(kernels[p].fn) + " " + std::to_string(kernels[p].dur_ns);
     for (uint32_t a : kernels[p].uses) s += " " + std::to_string(a);
     s += "\n";
   }
@@ -148,6 +148,7 @@ bool StepTimeline::parse(std::string_view text, StepTimeline* out, std::string* 
       uint64_t p = 0;
       Kernel k;
       if (!number(word(line, pos), &p) || p != t.kernels.size()) return fail("expected kernel " + std::to_string(t.kernels.size()));
+      if (!number(word(line, pos), &k.fn)) return fail("expected the kernel's function number");
       if (!number(word(line, pos), &k.dur_ns)) return fail("expected the kernel's duration in ns");
       for (std::string_view w = word(line, pos); !w.empty(); w = word(line, pos)) {
         uint32_t a = 0;

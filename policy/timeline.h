@@ -13,8 +13,9 @@
 // Text form (one record per line, `#` comments):
 //   timeline 1 <P>
 //   alloc <id> <bytes> <born|persistent> [<died>]
-//   kernel <pos> <dur_ns> [<alloc id>...]
-// ids are 0..n-1 in order; every position has one kernel line, in order.
+//   kernel <pos> <fn> <dur_ns> [<alloc id>...]
+// ids are 0..n-1 in order; every position has one kernel line, in order; <fn> numbers the kernel's
+// function (the same function, the same number: a layer's kernels repeat within a step).
 //
 // Pure data: no CUDA, no globals, no I/O beyond strings.
 #include <cstdint>
@@ -33,6 +34,7 @@ struct StepTimeline {
     bool persistent() const { return born == kPersistent; }
   };
   struct Kernel {
+    uint32_t fn = 0;
     uint64_t dur_ns = 0;
     std::vector<uint32_t> uses;  // allocation ids, each once
   };

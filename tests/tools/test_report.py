@@ -247,9 +247,11 @@ class ReportStepsTest(unittest.TestCase):
             self.assertEqual(len(kernels), 10)
             self.assertEqual(sorted(a[3] for a in allocs).count("persistent"), 1, "the weights")
             self.assertEqual(len(allocs), 6)
-            # Kernel 9 (the last backward kernel) uses the first activation and the weights.
+            # Kernel 9 (the last backward kernel) uses the first activation and the weights; its
+            # function is none of the others'.
             first = next(a[1] for a in allocs if a[3] == "0")
-            self.assertEqual(sorted(kernels[9][3:]), sorted([first, next(a[1] for a in allocs if a[3] == "persistent")]))
+            self.assertEqual(sorted(kernels[9][4:]), sorted([first, next(a[1] for a in allocs if a[3] == "persistent")]))
+            self.assertEqual(len({k[2] for k in kernels}), 10)
             r = report("copies.jsonl", "--timeline", out)
             self.assertEqual(r.returncode, 1)
             self.assertIn("no step timeline", r.stderr)

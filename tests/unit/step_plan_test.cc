@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "policy/step_detect.h"
+#include "policy/step_learner.h"
 #include "policy/step_plan.h"
 #include "policy/timeline.h"
 
@@ -50,9 +51,9 @@ TEST(Timeline, RoundTripsThroughText) {
       "alloc 0 1000 persistent\n"
       "alloc 1 2000 0 2\n"
       "alloc 2 3000 2 4\n"
-      "kernel 0 10 0 1\n"
-      "kernel 1 20 1 2\n"  // 2 is born at 2, and the previous step's instance died at 4 - 3 = 1
-      "kernel 2 30 2\n";
+      "kernel 0 0 10 0 1\n"
+      "kernel 1 1 20 1 2\n"  // 2 is born at 2, and the previous step's instance died at 4 - 3 = 1
+      "kernel 2 2 30 2\n";
   StepTimeline t;
   std::string error;
   EXPECT_FALSE(StepTimeline::parse(text, &t, &error));
@@ -62,9 +63,9 @@ TEST(Timeline, RoundTripsThroughText) {
       "alloc 0 1000 persistent\n"
       "alloc 1 2000 0 2\n"
       "alloc 2 3000 2 5  # freed at 2 of the next step\n"
-      "kernel 0 10 0 1 2\n"
-      "kernel 1 20 1 2\n"
-      "kernel 2 30 2\n";
+      "kernel 0 0 10 0 1 2\n"
+      "kernel 1 1 20 1 2\n"
+      "kernel 2 2 30 2\n";
   t = parse_ok(good);
   EXPECT_EQ(t.period(), 3u);
   EXPECT_TRUE(t.alive(2, 0));   // the previous step's instance
@@ -81,10 +82,10 @@ TEST(Timeline, RoundTripsThroughText) {
 TEST(Timeline, SaysWhatIsWrong) {
   EXPECT_NE(parse_error("").find("no 'timeline'"), std::string::npos);
   EXPECT_NE(parse_error("timeline 2 1\n").find("line 1"), std::string::npos);
-  EXPECT_NE(parse_error("timeline 1 2\nkernel 0 5\n").find("says 2 kernels"), std::string::npos);
+  EXPECT_NE(parse_error("timeline 1 2\nkernel 0 0 5\n").find("says 2 kernels"), std::string::npos);
   EXPECT_NE(parse_error("timeline 1 1\nalloc 1 5 persistent\n").find("expected alloc id 0"), std::string::npos);
-  EXPECT_NE(parse_error("timeline 1 1\nkernel 0 5 7\n").find("no allocation 7"), std::string::npos);
-  EXPECT_NE(parse_error("timeline 1 2\nalloc 0 5 1 4\nkernel 0 1\nkernel 1 1\n").find("not within one step"),
+  EXPECT_NE(parse_error("timeline 1 1\nkernel 0 0 5 7\n").find("no allocation 7"), std::string::npos);
+  EXPECT_NE(parse_error("timeline 1 2\nalloc 0 5 1 4\nkernel 0 0 1\nkernel 1 1 1\n").find("not within one step"),
             std::string::npos);
   EXPECT_NE(parse_error("timeline 1 1\nfoo\n").find("line 2: unknown record 'foo'"), std::string::npos);
 }
@@ -96,8 +97,8 @@ TEST(StepPlan, AlternatingPairMovesEachOncePerStep) {
       "timeline 1 2\n"
       "alloc 0 67108864 persistent\n"
       "alloc 1 67108864 persistent\n"
-      "kernel 0 1000000 0\n"
-      "kernel 1 1000000 1\n");
+      "kernel 0 0 1000000 0\n"
+      "kernel 1 1 1000000 1\n");
   StepPlanConfig c = config(64 * MiB);
   StepPlan p = plan_step(t, c);
   EXPECT_TRUE(p.feasible);
@@ -125,10 +126,10 @@ TEST(StepPlan, DropsWhatDiesBeforeItsNextUse) {
       "alloc 0 67108864 persistent\n"
       "alloc 1 67108864 1 3\n"   // made by kernel 1, last used by kernel 2, freed before kernel 3
       "alloc 2 67108864 persistent\n"
-      "kernel 0 100000 0\n"
-      "kernel 1 100000 1\n"
-      "kernel 2 100000 1 2\n"
-      "kernel 3 100000 0 2\n");
+      "kernel 0 0 100000 0\n"
+      "kernel 1 1 100000 1\n"
+      "kernel 2 2 100000 1 2\n"
+      "kernel 3 3 100000 0 2\n");
   StepPlanConfig c = config(128 * MiB);
   StepPlan p = plan_step(t, c);
   EXPECT_EQ(check_plan(t, c, p), "");
@@ -146,9 +147,9 @@ TEST(StepPlan, DropsWhatDiesBeforeItsNextUse) {
       "alloc 0 67108864 persistent\n"
       "alloc 1 67108864 0 2\n"   // made by kernel 0, freed before kernel 2, never used after kernel 0
       "alloc 2 67108864 1 3\n"
-      "kernel 0 100000 0 1\n"
-      "kernel 1 100000 2\n"
-      "kernel 2 100000 0 2\n");
+      "kernel 0 0 100000 0 1\n"
+      "kernel 1 1 100000 2\n"
+      "kernel 2 2 100000 0 2\n");
   StepPlanConfig c2 = config(128 * MiB);
   StepPlan q = plan_step(d, c2);
   EXPECT_EQ(check_plan(d, c2, q), "");
@@ -162,7 +163,7 @@ TEST(StepPlan, KernelLargerThanTheBudgetIsInfeasible) {
   StepTimeline t = parse_ok(
       "timeline 1 1\n"
       "alloc 0 134217728 persistent\n"
-      "kernel 0 10 0\n");
+      "kernel 0 0 10 0\n");
   StepPlan p = plan_step(t, config(64 * MiB));
   EXPECT_FALSE(p.feasible);
 }
@@ -175,9 +176,9 @@ TEST(StepPlan, CheckCatchesBrokenPlans) {
       "alloc 0 67108864 persistent\n"
       "alloc 1 67108864 persistent\n"
       "alloc 2 67108864 persistent\n"
-      "kernel 0 1000000 0\n"
-      "kernel 1 1000000 1\n"
-      "kernel 2 1000000 2\n");
+      "kernel 0 0 1000000 0\n"
+      "kernel 1 1 1000000 1\n"
+      "kernel 2 2 1000000 2\n");
   StepPlanConfig c = config(128 * MiB);
   StepPlan p = plan_step(t, c);
   ASSERT_EQ(check_plan(t, c, p), "");
@@ -201,10 +202,10 @@ TEST(StepPlan, MoreRoomAndFasterLinksNeverHurt) {
       "alloc 0 67108864 persistent\n"
       "alloc 1 67108864 persistent\n"
       "alloc 2 67108864 0 4\n"
-      "kernel 0 500000 0 2\n"
-      "kernel 1 500000 1\n"
-      "kernel 2 500000 0 1\n"
-      "kernel 3 500000 2\n");
+      "kernel 0 0 500000 0 2\n"
+      "kernel 1 1 500000 1\n"
+      "kernel 2 2 500000 0 1\n"
+      "kernel 3 3 500000 2\n");
   uint64_t last = UINT64_MAX;
   for (uint64_t budget : {128 * MiB, 192 * MiB}) {
     StepPlan p = plan_step(t, config(budget));
@@ -278,6 +279,137 @@ TEST(StepDetect, RecordedStepsRepeat) {
     ASSERT_NE(p.period, 0u) << name;
     EXPECT_EQ(t.period() % p.period, 0u) << name;
   }
+}
+
+
+// The program behind a recorded timeline, replayed: each step frees, makes (at new addresses every
+// step) and launches what the timeline says, and the learner is fed what the shim would feed it.
+class Replay {
+ public:
+  explicit Replay(const StepTimeline& t) : t_(t), ptr_(t.allocs.size(), 0) {}
+
+  // Makes the persistent allocations, and the previous step's instances of those that wrap.
+  void start(StepLearner& l) {
+    const int64_t period = static_cast<int64_t>(t_.period());
+    for (uint32_t a = 0; a < t_.allocs.size(); ++a) {
+      const StepTimeline::Alloc& x = t_.allocs[a];
+      if (x.persistent() || x.died > period) {
+        ptr_[a] = next_++;
+        l.made(ptr_[a], x.bytes);
+      }
+    }
+  }
+  // Position p of a step: frees, makes, then the launch.
+  void launch(StepLearner& l, uint64_t p) {
+    const int64_t q = static_cast<int64_t>(p), period = static_cast<int64_t>(t_.period());
+    for (uint32_t a = 0; a < t_.allocs.size(); ++a) {
+      const StepTimeline::Alloc& x = t_.allocs[a];
+      if (x.persistent()) continue;
+      // At most one instance is alive at a time (died <= born + P): the one ptr_ holds.
+      if (x.died == q || x.died - period == q) l.freed(ptr_[a]);
+    }
+    for (uint32_t a = 0; a < t_.allocs.size(); ++a) {
+      const StepTimeline::Alloc& x = t_.allocs[a];
+      if (x.persistent() || x.born != q) continue;
+      ptr_[a] = next_++;
+      l.made(ptr_[a], x.bytes);
+    }
+    std::vector<uint64_t> bases;
+    for (uint32_t a : t_.kernels[p].uses) bases.push_back(instance(a));
+    l.launched(1000 + t_.kernels[p].fn, bases.data(), bases.size());
+  }
+  // The address of allocation a's instance alive now.
+  uint64_t instance(uint32_t a) const { return ptr_[a]; }
+  // Launches from p until that instance is used again, or kNever when it is freed first.
+  uint64_t truth(uint32_t a, uint64_t p) const {
+    const StepTimeline::Alloc& x = t_.allocs[a];
+    const int64_t period = static_cast<int64_t>(t_.period()), q = static_cast<int64_t>(p);
+    const bool current = x.persistent() || (x.born <= q && q < x.died);
+    const int64_t death = x.persistent() ? INT64_MAX : current ? x.died : x.died - period;
+    for (int64_t g = q; g < q + period && g < death; ++g) {
+      const auto& u = t_.kernels[g % period].uses;
+      if (std::find(u.begin(), u.end(), a) != u.end()) return static_cast<uint64_t>(g - q);
+    }
+    return StepLearner::kNever;
+  }
+
+ private:
+  const StepTimeline& t_;
+  std::vector<uint64_t> ptr_;
+  uint64_t next_ = 0x100000;
+};
+
+// Fed the recorded steps of the four models, the learner finds each step, follows it, and knows
+// for every live allocation at every launch when the step uses it next, or that it is freed first.
+TEST_P(Recorded, LearnerPredictsEveryNextUse) {
+  StepTimeline t = recorded(GetParam());
+  StepLearner l;
+  Replay r(t);
+  r.start(l);
+  int step = 0;
+  for (; step < 8 && l.state() != StepLearner::State::following; ++step) {
+    for (uint64_t p = 0; p < t.period(); ++p) r.launch(l, p);
+  }
+  ASSERT_EQ(l.state(), StepLearner::State::following) << "after " << step << " steps";
+  EXPECT_EQ(l.period(), t.period());
+  EXPECT_LE(step, 5);
+  const uint64_t phase = l.position();  // the learner's position 0 is where its recording began
+  uint64_t checked = 0, wrong = 0;
+  for (uint64_t p = 0; p < t.period(); ++p) {
+    // What is alive before the launch at p (those made at p come right before it).
+    auto made_before = [&](uint32_t a) { return t.alive(a, p) && t.allocs[a].born != static_cast<int64_t>(p); };
+    for (uint32_t a = 0; a < t.allocs.size() && p % 5 == 0; ++a) {  // every fifth launch: the check is O(P)
+      if (!made_before(a)) continue;
+      ++checked;
+      const uint64_t got = l.next_use(r.instance(a)), want_use = r.truth(a, p);
+      if (got != want_use && wrong < 5) {
+        ADD_FAILURE() << "position " << p << " allocation " << a << " (born " << t.allocs[a].born << " died "
+                      << t.allocs[a].died << "): " << got << " launches to its next use, not " << want_use;
+      }
+      wrong += got != want_use;
+    }
+    std::vector<uint64_t> ahead;
+    l.uses_ahead(0, &ahead);
+    std::vector<uint64_t> want;
+    for (uint32_t a : t.kernels[p].uses) {
+      if (made_before(a)) want.push_back(r.instance(a));
+    }
+    std::sort(ahead.begin(), ahead.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(ahead, want) << "position " << p;
+    r.launch(l, p);
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << checked;
+  EXPECT_EQ(l.position(), phase);
+  EXPECT_EQ(l.divergences(), 0u);
+}
+
+TEST(StepLearner, OtherLaunchesEndTheFollowingAndItLearnsAgain) {
+  StepTimeline t = recorded("gpt");
+  StepLearner l;
+  Replay r(t);
+  r.start(l);
+  for (int step = 0; step < 6; ++step) {
+    for (uint64_t p = 0; p < t.period(); ++p) r.launch(l, p);
+  }
+  ASSERT_EQ(l.state(), StepLearner::State::following);
+  // An evaluation step: other kernels.
+  l.launched(77, nullptr, 0);
+  EXPECT_EQ(l.state(), StepLearner::State::searching);
+  EXPECT_EQ(l.divergences(), 1u);
+  EXPECT_EQ(l.next_use(r.instance(0)), StepLearner::kUnknown);
+  for (int step = 0; step < 6; ++step) {
+    for (uint64_t p = 0; p < t.period(); ++p) r.launch(l, p);
+  }
+  EXPECT_EQ(l.state(), StepLearner::State::following);
+  EXPECT_EQ(l.period(), t.period());
+}
+
+TEST(StepLearner, NothingRepeatsNothingLearned) {
+  StepLearner l;
+  for (uint64_t k = 0; k < 20000; ++k) l.launched(k * 7 + 1, nullptr, 0);
+  EXPECT_EQ(l.state(), StepLearner::State::searching);
+  EXPECT_EQ(l.next_use(1), StepLearner::kUnknown);
 }
 
 }  // namespace

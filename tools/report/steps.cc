@@ -184,6 +184,7 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
   // read memory over the link.
   for (int64_t p = 0; p < P; ++p) {
     policy::StepTimeline::Kernel k;
+    k.fn = keys[S + p];
     int64_t best = kForever;
     for (int64_t g = S + p; g >= 0 && keys[g] == keys[S + p]; g -= P) {
       const KernelEvent& ke = f.kernels[kernel_of[L[g]]];
