@@ -80,20 +80,44 @@ bool ResidencyPlanner::stays_remote(RegionId id) const {
 }
 
 void ResidencyPlanner::evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
+  if (need > 0 && next_) need = evict_by_next_use(need, spare_referenced, out);
   need = evict_pass(need, spare_referenced, false, out);
   evict_pass(need, spare_referenced, true, out);
 }
 
+uint64_t ResidencyPlanner::evict_from(Region& r, uint64_t need, std::vector<Action>& out) {
+  // Whole chunks from its end backwards, just enough.
+  uint64_t n = 0;
+  for (uint64_t k = r.resident_chunks; need > 0 && k > 0; --k, ++n) {
+    need -= std::min(need, bytes_of_chunks(r, k) - bytes_of_chunks(r, k - 1));
+  }
+  r.evicted_uses = r.uses;
+  evict_chunks(r, n, out);
+  return need;
+}
+
 uint64_t ResidencyPlanner::evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out) {
-  // Whole chunks of each region from its end backwards, just enough.
   for (Region* r = lru_head_; r != nullptr && need > 0; r = r->next) {
     if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0 || r->spared != spared) continue;
-    uint64_t n = 0;
-    for (uint64_t k = r->resident_chunks; need > 0 && k > 0; --k, ++n) {
-      need -= std::min(need, bytes_of_chunks(*r, k) - bytes_of_chunks(*r, k - 1));
-    }
-    r->evicted_uses = r->uses;
-    evict_chunks(*r, n, out);
+    need = evict_from(*r, need, out);
+  }
+  return need;
+}
+
+uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
+  // The candidates in recency order, then the farthest next use first (stable: the least recently
+  // used first among equals). Regions it cannot say about come last, by recency (evict_pass).
+  std::vector<std::pair<uint64_t, Region*>> known;
+  for (Region* r = lru_head_; r != nullptr; r = r->next) {
+    if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0) continue;
+    const uint64_t next = next_->next_use(r->id);
+    if (next != NextUse::kUnknown) known.push_back({next, r});
+  }
+  std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [next, r] : known) {
+    if (need == 0) break;
+    ++stats_.by_next_use;
+    need = evict_from(*r, need, out);
   }
   return need;
 }
@@ -179,6 +203,30 @@ uint64_t ResidencyPlanner::idle_launches(RegionId id) const {
   // A region made on the device before any launch has last_ref 1 at launch 0.
   const uint64_t since = std::max(it->second.last_ref, it->second.added);
   return since < launch_ ? launch_ - since : 0;
+}
+
+std::vector<Action> ResidencyPlanner::plan_ahead(const std::vector<RegionId>& ahead, uint64_t budget) {
+  std::vector<Action> actions;
+  for (RegionId id : ahead) {
+    auto it = regions_.find(id);
+    if (it == regions_.end()) continue;
+    Region& r = it->second;
+    if (r.pingpong_stopped || r.resident_chunks >= r.chunks) continue;
+    const uint64_t missing = r.size - resident_of(r);
+    if (resident_total_ + missing > budget) break;  // no room: the ones after it would take it
+    const uint64_t offset = resident_of(r);
+    actions.push_back({ActionKind::prefetch_to_device, r.id, offset, missing});
+    came_back(r);
+    r.resident_chunks = r.chunks;
+    r.last_evicted = 0;
+    resident_total_ += missing;
+    stats_.prefetched_bytes += missing;
+    stats_.ahead_bytes += missing;
+    if (r.last_ref != 0) lru_unlink(&r);
+    lru_append(&r);
+    r.last_ref = launch_ == 0 ? 1 : launch_;
+  }
+  return actions;
 }
 
 std::vector<Action> ResidencyPlanner::plan_room(uint64_t bytes, uint64_t budget) {

@@ -58,12 +58,27 @@ struct Action {
   bool operator==(const Action&) const = default;
 };
 
+// What a learner of the program's repeating step knows (policy/step_learner.h, through the shim):
+// how many launches from now a region is used again. Asked only when room is needed, for the
+// regions that could make it.
+class NextUse {
+ public:
+  static constexpr uint64_t kNever = UINT64_MAX;        // freed (or emptied) before it is used again
+  static constexpr uint64_t kUnknown = UINT64_MAX - 1;  // the learner cannot say
+  virtual uint64_t next_use(RegionId id) const = 0;
+
+ protected:
+  ~NextUse() = default;
+};
+
 struct PlannerStats {
   uint64_t prefetched_bytes = 0;
   uint64_t evicted_bytes = 0;
   uint64_t pingpong_stops = 0;  // regions stopped for ping-pong
   uint64_t early_bytes = 0;     // of evicted_bytes, evicted early (evict_early)
   uint64_t too_large = 0;       // stay_remote notes for regions larger than the whole budget
+  uint64_t by_next_use = 0;     // evictions chosen by next use (set_next_use), not by recency
+  uint64_t ahead_bytes = 0;     // of prefetched_bytes, brought ahead of their launch (plan_ahead)
 };
 
 // Rules (one device):
@@ -79,6 +94,9 @@ struct PlannerStats {
 //   regions marked to be spared (set_spared: their memory is expected to be freed unused,
 //   policy/lifetime.h) only when the others do not make enough room.
 //   Resident chunks of referenced regions are never evicted, even when they alone exceed the budget.
+//   With a NextUse (set_next_use) that knows the step, room comes from the regions used again
+//   farthest ahead instead (those freed before their next use first; the spared marks then make no
+//   difference), whole, least recently used first among equals and for regions it cannot say.
 // - Ping-pong: a prefetch of a region whose chunks were evicted within the window is a round trip;
 //   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
 //   a stay_remote note and never moves to the device again (until removed); its resident chunks stay
@@ -122,6 +140,11 @@ class ResidencyPlanner {
   // region protected. Returns nothing when `bytes` alone exceeds the budget.
   std::vector<Action> plan_room(uint64_t bytes, uint64_t budget);
 
+  // Regions `ahead` (in the order upcoming launches use them) brought to the device before their
+  // launches while they fit in what `budget` leaves free: prefetches of their missing chunks, with
+  // no eviction, up to the first that does not fit. They become the most recently used.
+  std::vector<Action> plan_ahead(const std::vector<RegionId>& ahead, uint64_t budget);
+
   // Resident regions expected to be used no more until they would be evicted for room (see the
   // rules), idle for at least `min_idle` launches, least recently used first.
   std::vector<RegionId> early_candidates(uint64_t min_idle);
@@ -130,6 +153,8 @@ class ResidencyPlanner {
 
   // Evict it only after every region not so marked (unknown ids ignored).
   void set_spared(RegionId id, bool spared);
+  // Room by next use (null: by recency, as without it). The object must outlive its use here.
+  void set_next_use(const NextUse* next) { next_ = next; }
   // Launches since one referenced it (since it was added, if none did); 0 for unknown ids.
   uint64_t idle_launches(RegionId id) const;
 
@@ -197,6 +222,11 @@ class ResidencyPlanner {
   void note_room(uint64_t budget, uint64_t extra);
   // One pass over the LRU list: regions spared or not (`spared`); returns what is still needed.
   uint64_t evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out);
+  // Room by next use (next_): returns what is still needed.
+  uint64_t evict_by_next_use(uint64_t need, bool spare_referenced, std::vector<Action>& out);
+  // Evicts whole chunks of `r` from its end until `need` is met or it has none; returns what is
+  // still needed.
+  uint64_t evict_from(Region& r, uint64_t need, std::vector<Action>& out);
 
   ResidencyConfig cfg_;
   std::unordered_map<RegionId, Region> regions_;  // node-based: Region addresses are stable
@@ -207,6 +237,7 @@ class ResidencyPlanner {
   PlannerStats stats_;
   std::vector<Region*> scratch_;  // the launch's referenced regions, reused between launches
   std::vector<RegionId> armed_;   // early candidates once idle
+  const NextUse* next_ = nullptr;
   uint64_t early_away_ = 0;       // bytes evicted early of regions not back since
   uint64_t tight_ = 0;            // plans that needed them gone (note_room)
 };

@@ -1,0 +1,102 @@
+// The residency planner with what a step learner knows (policy/residency.h: set_next_use,
+// plan_ahead): room from the regions used again farthest ahead, and regions brought in ahead of
+// their launches into free room.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "policy/residency.h"
+
+namespace gms::policy {
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+struct Table : NextUse {
+  std::map<RegionId, uint64_t> next;
+  uint64_t next_use(RegionId id) const override {
+    auto it = next.find(id);
+    return it == next.end() ? kUnknown : it->second;
+  }
+};
+
+ResidencyConfig chunks_of_2m() {
+  ResidencyConfig c;
+  c.chunk_bytes = 2 * MiB;
+  return c;
+}
+
+Action ev(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::evict_to_host, id, offset, bytes}; }
+Action pf(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::prefetch_to_device, id, offset, bytes}; }
+
+// Four regions on the device, used in order 1, 2, 3, 4 (1 the least recently used). A fifth needs
+// room for one: by recency 1 goes; by next use the one used again farthest ahead, and one freed
+// before its next use before any.
+TEST(ResidencyNextUse, RoomFromTheFarthestNextUse) {
+  auto fill = [](ResidencyPlanner& p) {
+    for (RegionId id = 1; id <= 5; ++id) p.add_region(id, 4 * MiB);
+    for (RegionId id = 1; id <= 4; ++id) p.plan_launch({id}, 16 * MiB);
+  };
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+  Table t;
+  t.next = {{1, 3}, {2, 50}, {3, 7}, {4, 1}};
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(2, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+    EXPECT_EQ(p.stats().by_next_use, 1u);
+  }
+  t.next[3] = NextUse::kNever;
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(3, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+  // Regions it cannot say about go only after those it can, least recently used first.
+  t.next = {{3, 9}};
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 12 * MiB),
+              (std::vector<Action>{ev(3, 0, 4 * MiB), ev(1, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+}
+
+// A region the launch uses is never the victim, whatever its next use says.
+TEST(ResidencyNextUse, NeverEvictsWhatTheLaunchUses) {
+  ResidencyPlanner p(chunks_of_2m());
+  for (RegionId id = 1; id <= 3; ++id) p.add_region(id, 4 * MiB);
+  p.plan_launch({1, 2}, 8 * MiB);
+  Table t;
+  t.next = {{1, NextUse::kNever}, {2, 100}, {3, 0}};
+  p.set_next_use(&t);
+  EXPECT_EQ(p.plan_launch({1, 3}, 8 * MiB), (std::vector<Action>{ev(2, 0, 4 * MiB), pf(3, 0, 4 * MiB)}));
+}
+
+// Ahead of their launches: into free room only, in the order given, up to the first that does not fit.
+TEST(ResidencyNextUse, AheadIntoFreeRoomOnly) {
+  ResidencyPlanner p(chunks_of_2m());
+  p.add_region(1, 4 * MiB, 4 * MiB);  // on the device
+  p.add_region(2, 4 * MiB);
+  p.add_region(3, 8 * MiB);
+  p.add_region(4, 2 * MiB);
+  EXPECT_EQ(p.plan_ahead({1, 2, 3, 4}, 12 * MiB), (std::vector<Action>{pf(2, 0, 4 * MiB)}))
+      << "3 does not fit in the 4 MiB left, and 4 waits behind it";
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB);
+  EXPECT_EQ(p.stats().ahead_bytes, 4 * MiB);
+  // The next launch finds 2 in place.
+  EXPECT_EQ(p.plan_launch({2}, 12 * MiB), std::vector<Action>{});
+  // A region brought ahead is the most recently used: room for 3 takes 1 first.
+  EXPECT_EQ(p.plan_launch({3}, 12 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(3, 0, 8 * MiB)}));
+}
+
+}  // namespace
+}  // namespace gms::policy
