@@ -225,6 +225,21 @@ class ReportStepsTest(unittest.TestCase):
         self.assertGreaterEqual(s["plan_in"], 768 << 20)
         self.assertTrue(s["feasible"])
 
+    def test_budget_option(self):
+        def step(*args):
+            r = report("training.jsonl", "--json", *args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return json.loads(r.stdout)["steps"][0]
+        own = step()
+        roomy = step("--budget", "2G")
+        self.assertEqual((roomy["budget"], roomy["floor_ns"], roomy["bound_ns"]), (2 << 30, 0, 0), "the peak fits")
+        tight = step("--budget", "768M")
+        self.assertGreater(tight["floor_ns"], own["floor_ns"])
+        self.assertGreater(tight["plan_in"], own["plan_in"])
+        r = report("training.jsonl", "--budget", "lots")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--budget needs a size", r.stderr)
+
     def test_text_table(self):
         out = report("training.jsonl").stdout
         self.assertIn("Repeating step", out)

@@ -380,7 +380,7 @@ Report analyze(TraceSet& set, const AnalyzeOptions& options) {
   });
   summarize_registration(set, r);
   summarize_decisions(set, r);
-  for (size_t f = 0; f < set.files.size(); ++f) r.steps.push_back(find_step(set, f, nullptr));
+  for (size_t f = 0; f < set.files.size(); ++f) r.steps.push_back(find_step(set, f, nullptr, options.budget));
   find_offenders(set, r, options.top, &r.offenders);
   return r;
 }

@@ -161,6 +161,7 @@ struct Report {
 
 struct AnalyzeOptions {
   int top = 5;
+  uint64_t budget = 0;  // the budget the steps' floor and schedule are for (0: each header's)
 };
 
 // Sorts each file's events by time (in place) and computes the report.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "core/options.h"
 #include "report/align.h"
 #include "report/model.h"
 #include "report/steps.h"
@@ -35,6 +36,8 @@ void print_report_help() {
       "  --html FILE        also write one self-contained HTML page with plots and the tables\n"
       "  --top N            how many offenders to list (default 5)\n"
       "  --timeline FILE    also write the first trace's repeating step as a step timeline (policy/timeline.h)\n"
+      "  --budget SIZE      the device budget the repeating step's floor and schedule are for (default: the\n"
+      "                     trace's own; e.g. 8G, to ask what a run without a budget would cost under one)\n"
       "  -h, --help         this help\n\n"
       "Exit status: 0 on success, 2 for bad arguments or a trace that cannot be read (the message names\n"
       "the file and line), 1 when an output file cannot be written.\n");
@@ -68,6 +71,7 @@ int report_command(int argc, char** argv) {
   bool json = false;
   std::string perfetto_path, html_path, timeline_path;
   int top = 5;
+  uint64_t budget = 0;
   bool options_done = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -92,7 +96,7 @@ int report_command(int argc, char** argv) {
       value = a.substr(eq + 1);
       has_value = true;
     }
-    if (name != "--perfetto" && name != "--html" && name != "--top" && name != "--timeline") {
+    if (name != "--perfetto" && name != "--html" && name != "--top" && name != "--timeline" && name != "--budget") {
       return usage("unknown option '" + a + "'");
     }
     if (!has_value) {
@@ -105,6 +109,10 @@ int report_command(int argc, char** argv) {
       html_path = value;
     } else if (name == "--timeline") {
       timeline_path = value;
+    } else if (name == "--budget") {
+      if (!parse_size(value.c_str(), &budget) || budget == 0) {
+        return usage("--budget needs a size in bytes, with K, M, G or T if wanted (e.g. 8G), not '" + value + "'");
+      }
     } else {
       char* end = nullptr;
       errno = 0;
@@ -128,7 +136,7 @@ int report_command(int argc, char** argv) {
   report::align_files(set);
   for (const std::string& w : set.warnings) std::fprintf(stderr, "gpumemshim report: warning: %s\n", w.c_str());
 
-  report::Report r = report::analyze(set, {top});
+  report::Report r = report::analyze(set, {top, budget});
   bool ok = true;
   if (!perfetto_path.empty())
     ok &= write_file(perfetto_path, "Perfetto timeline", [&](std::FILE* f) { return report::write_perfetto(set, f); });
@@ -138,7 +146,7 @@ int report_command(int argc, char** argv) {
   }
   if (!timeline_path.empty()) {
     policy::StepTimeline t;
-    const report::StepRow row = report::find_step(set, 0, &t);
+    const report::StepRow row = report::find_step(set, 0, &t, budget);
     if (!row.missing.empty()) {
       std::fprintf(stderr, "gpumemshim report: no step timeline in %s: %s\n", set.files[0].path.c_str(), row.missing.c_str());
       ok = false;

@@ -67,11 +67,12 @@ struct Life {
 
 }  // namespace
 
-StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline) {
+StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline, uint64_t budget) {
   const TraceFile& f = set.files[fi];
   StepRow row;
   row.file = fi;
   if (!f.devices.empty()) row.budget = static_cast<uint64_t>(std::max<int64_t>(0, f.devices[0].budget_bytes));
+  if (budget) row.budget = budget;
   if (f.launches.empty()) {
     row.missing = "no launch lines (traced with a policy that tracks memory, by a shim that writes them)";
     return row;

@@ -32,6 +32,7 @@ struct StepRow {
 
 // The step of one file (its last whole step but one: the lives of the step after it are known).
 // Fills `timeline` when there is one.
-StepRow find_step(const TraceSet& set, size_t file, policy::StepTimeline* timeline);
+// `budget` (0: the header's) is the device budget the floor and the schedule are computed for.
+StepRow find_step(const TraceSet& set, size_t file, policy::StepTimeline* timeline, uint64_t budget = 0);
 
 }  // namespace gms::report
