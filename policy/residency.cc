@@ -62,6 +62,13 @@ void ResidencyPlanner::remove_region(RegionId id) {
   regions_.erase(it);
 }
 
+void ResidencyPlanner::clear_stops() {
+  for (auto& [id, r] : regions_) {
+    r.pingpong_stopped = false;
+    r.trips.clear();
+  }
+}
+
 void ResidencyPlanner::mark_on_host(RegionId id) {
   auto it = regions_.find(id);
   if (it == regions_.end()) return;
@@ -270,8 +277,9 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
     }
     const uint64_t missing = r.size - resident_of(r);
     if (pinned > budget || missing > budget - pinned) continue;  // does not fit this launch
+    // A step that is known plans its round trips: ping-pong is for what no one can foresee.
     const bool round_trip =
-        cfg_.pingpong_window != 0 && r.last_evicted != 0 && within_window(r.last_evicted);
+        !next_ && cfg_.pingpong_window != 0 && r.last_evicted != 0 && within_window(r.last_evicted);
     if (round_trip) {
       std::erase_if(r.trips, [this](uint64_t t) { return !within_window(t); });
       if (r.trips.size() >= cfg_.pingpong_limit) {  // this one would exceed the limit

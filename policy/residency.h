@@ -155,6 +155,8 @@ class ResidencyPlanner {
   void set_spared(RegionId id, bool spared);
   // Room by next use (null: by recency, as without it). The object must outlive its use here.
   void set_next_use(const NextUse* next) { next_ = next; }
+  // Regions stopped for ping-pong may move again (a learnt step plans its round trips).
+  void clear_stops();
   // Launches since one referenced it (since it was added, if none did); 0 for unknown ids.
   uint64_t idle_launches(RegionId id) const;
 

@@ -62,6 +62,16 @@ void StepLearner::launched(uint64_t fn, const uint64_t* bases, size_t n) {
   }
 }
 
+bool StepLearner::distinct(uint64_t p) const {
+  const uint64_t ring = keys_.size();
+  std::vector<uint64_t> seen;
+  for (uint64_t k = 0; k < p && seen.size() < cfg_.min_distinct; ++k) {
+    const uint64_t key = keys_[(count_ - 1 - k) % ring];
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
+  }
+  return seen.size() >= cfg_.min_distinct;
+}
+
 void StepLearner::search(uint64_t fn) {
   const uint64_t ring = cfg_.max_period + 1;
   if (keys_.size() != ring) keys_.assign(ring, 0);
@@ -76,7 +86,7 @@ void StepLearner::search(uint64_t fn) {
       it = runs_.erase(it);
       continue;
     }
-    if (++it->second >= p) found = std::max(found, p);
+    if (++it->second >= p && p > found && distinct(p)) found = p;
     ++it;
   }
   if (count_ >= cfg_.window) {

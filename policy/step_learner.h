@@ -8,7 +8,8 @@
 // inside the step, with other bytes alive, does not look like the step), and the last few keys are
 // hashed together; a hash seen before starts a candidate period (the distance to an earlier
 // occurrence), which holds while each key equals the one a period before. The longest candidate
-// that has held for a whole period is the step. Then two more
+// that has held for a whole period, over a few different keys, is the step (the same kernel run many
+// times over the same memory, like an optimizer's per-tensor loop, repeats with any period). Then two more
 // steps are recorded: allocations are named by where in the step they were made (the k-th of that
 // size made before the launch at position b) or, if made before the recording, by their address; the
 // second step gives which names each launch uses and where each name is freed. From then on the
@@ -30,6 +31,7 @@ struct StepLearnerConfig {
   uint32_t candidates = 4;    // earlier occurrences kept per hash
   uint32_t runs = 64;         // candidate periods checked at once
   uint64_t min_period = 16;   // shorter patterns are not steps
+  uint32_t min_distinct = 3;  // nor are periods of fewer different launches (one kernel run many times)
   uint64_t max_period = 1 << 15;
 };
 
@@ -81,6 +83,8 @@ class StepLearner {
   };
 
   void search(uint64_t fn);
+  // Whether the last p keys hold at least min_distinct different ones.
+  bool distinct(uint64_t p) const;
   void record(uint64_t fn, const uint64_t* bases, size_t n);
   void follow(uint64_t fn);
   void start_over();

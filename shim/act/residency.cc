@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "entry/common.h"
 #include "policy/lifetime.h"
 #include "policy/residency.h"
+#include "policy/step_learner.h"
 #include "trace/trace.h"
 
 namespace gms::act {
@@ -55,6 +57,27 @@ struct State {
   // Texture objects' handles and the memory each reads (texture_made), per device: a handle is a
   // small number, which another device's context may hand out too.
   std::unordered_map<uint64_t, uintptr_t> textures[kMaxDevices];
+  // GPUMEMSHIM_SWAP_LEARN: each device's step learner, and the movable allocations in each chunk
+  // (what the learner's next uses are asked of for the chunk).
+  policy::StepLearner* learners[kMaxDevices] = {};
+  std::unordered_map<uintptr_t, std::vector<uintptr_t>> allocs_in;
+};
+
+// The planner's view of the learner: a chunk is used again when the first of its allocations is.
+class ChunkNextUse final : public policy::NextUse {
+ public:
+  ChunkNextUse(const policy::StepLearner& learner, const State& s) : learner_(learner), s_(s) {}
+  uint64_t next_use(policy::RegionId chunk) const override {
+    auto it = s_.allocs_in.find(chunk);
+    if (it == s_.allocs_in.end() || it->second.empty()) return kUnknown;
+    uint64_t next = kNever;
+    for (uintptr_t a : it->second) next = std::min(next, learner_.next_use(a));
+    return next;
+  }
+
+ private:
+  const policy::StepLearner& learner_;
+  const State& s_;
 };
 
 State& state() {
@@ -96,6 +119,15 @@ void trace_region(uintptr_t base) {
 // The cheap filter in front of registry lookups: the span of addresses of tracked regions.
 std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
+
+bool learning() { return options().swap_learn.value && options().policy == Policy::swap; }
+
+// Caller holds s.mu. The device's step learner (GPUMEMSHIM_SWAP_LEARN), or null.
+policy::StepLearner* learner(State& s, int dev) {
+  if (!learning()) return nullptr;
+  if (!s.learners[dev]) s.learners[dev] = new policy::StepLearner();
+  return s.learners[dev];
+}
 
 policy::ResidencyPlanner& planner(State& s, int dev) {
   if (!s.planners[dev]) {
@@ -174,9 +206,10 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 }
 
 // Caller holds s.mu. Issues the planner's actions: managed memory with prefetches on the stream,
-// movable memory in one batch (act/swap.h). The first `early` are early evictions.
+// movable memory in one batch (act/swap.h). The first `early` are early evictions; `ahead`: the
+// prefetches are for launches still to come (plan_ahead); `learnt`: room came by next use.
 void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CUstream stream, bool per_thread,
-               size_t early = 0) {
+               size_t early = 0, bool ahead = false, bool learnt = false) {
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
@@ -188,8 +221,10 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
     if (k < early) st.decision(Decision::evicted_early, a.bytes);
     if (trace::enabled()) {
       trace::decision(in ? "prefetch" : "evict", a.region + a.offset, a.bytes, dev,
-                      in         ? "referenced by the kernel"
+                      in && ahead ? "used by a launch soon (learnt step): ahead, into free room"
+                      : in        ? "referenced by the kernel"
                       : k < early ? "its uses are over until room would take it (learned): early, while the link is free"
+                      : learnt    ? "used again farthest ahead (learnt step), for room in the budget"
                                   : "least recently used, for room in the budget");
     }
   };
@@ -237,6 +272,72 @@ size_t evict_early(State& s, policy::ResidencyPlanner& p, std::vector<policy::Ac
   return early.size();
 }
 
+// While it lives, the device's planner makes room by next use when the program follows a learnt
+// step (GPUMEMSHIM_SWAP_LEARN). Caller holds s.mu.
+class LearntRoom {
+ public:
+  LearntRoom(State& s, int dev) : p_(planner(s, dev)) {
+    policy::StepLearner* l = learner(s, dev);
+    if (l && l->state() == policy::StepLearner::State::following) {
+      learner_ = l;
+      next_.emplace(*l, s);
+      p_.set_next_use(&*next_);
+    }
+  }
+  ~LearntRoom() { p_.set_next_use(nullptr); }
+  LearntRoom(const LearntRoom&) = delete;
+  LearntRoom& operator=(const LearntRoom&) = delete;
+  // The learner, when the program follows its step.
+  const policy::StepLearner* following() const { return learner_; }
+
+ private:
+  policy::ResidencyPlanner& p_;
+  const policy::StepLearner* learner_ = nullptr;
+  std::optional<ChunkNextUse> next_;
+};
+
+// Launches ahead whose memory is brought in before they are queued: far enough for the copies to
+// overlap the kernels before them, near enough that what comes in is not in the way of the room the
+// launches in between make.
+constexpr uint64_t kAhead = 8;
+
+// Caller holds s.mu. The chunks the launches after the next one use (1 to kAhead positions ahead),
+// tracked on `dev`, in the order they are used, each once.
+std::vector<policy::RegionId> chunks_ahead(State& s, const policy::StepLearner& l, int dev) {
+  std::vector<policy::RegionId> out;
+  std::vector<uint64_t> bases;
+  for (uint64_t k = 1; k <= kAhead; ++k) {
+    l.uses_ahead(k, &bases);
+    for (uint64_t base : bases) {
+      auto r = cuda_regions().find(base);
+      if (!r || r->placement != Placement::swap) continue;
+      for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
+        auto t = s.tracked.find(c);
+        if (t == s.tracked.end() || t->second.dev != dev || std::find(out.begin(), out.end(), c) != out.end()) continue;
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+// Caller holds s.mu. While the program follows a learnt step, under scan order: the memory the next
+// launches use comes in now, into the room the budget leaves, in the order they use it, so that its
+// copies run while the link is free instead of when those launches are queued. For every launch,
+// whether it uses movable memory itself or not.
+void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
+  if (options().swap_order != SwapOrder::scan) return;
+  policy::StepLearner* l = learner(s, dev);
+  if (!l || l->state() != policy::StepLearner::State::following || entry::stream_capturing(stream, per_thread)) return;
+  const uint64_t limit = device_limit(dev), used = ledger().used(dev);
+  policy::ResidencyPlanner& p = planner(s, dev);
+  std::vector<policy::Action> ahead = p.plan_ahead(chunks_ahead(s, *l, dev), used < limit ? limit - used : 0);
+  if (ahead.empty()) return;
+  ledger().set_resident(dev, p.resident_bytes());
+  carry_out(s, ahead, dev, stream, per_thread, 0, true);
+  trim_swap_spares(dev, 0);
+}
+
 // Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
 // `referenced`: the planner's moves for it, and under scan order what it waits for and marks.
 // False when nothing was done (nothing referenced, or the stream is being captured).
@@ -245,6 +346,9 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   uint64_t limit = device_limit(dev), used = ledger().used(dev);
   policy::ResidencyPlanner& p = planner(s, dev);
   const uint64_t budget = used < limit ? limit - used : 0;
+  // While the program follows a learnt step, room comes from what is used again farthest ahead.
+  LearntRoom learnt(s, dev);
+  const policy::StepLearner* following = learnt.following();
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
   const size_t early = evict_early(s, p, actions);
   ledger().set_resident(dev, p.resident_bytes());
@@ -264,7 +368,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // Under the lock: no other thread frees a range (which may be handed out again at once) while
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
-  carry_out(s, actions, dev, stream, per_thread, early);
+  carry_out(s, actions, dev, stream, per_thread, early, false, following != nullptr);
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
   if (!actions.empty()) trim_swap_spares(dev, 0);
@@ -324,10 +428,11 @@ void residency_make_room(int device, uint64_t bytes) {
   std::lock_guard lock(s.mu);
   uint64_t limit = device_limit(device), used = ledger().used(device);
   policy::ResidencyPlanner& p = planner(s, device);
+  LearntRoom learnt(s, device);
   std::vector<policy::Action> actions = p.plan_room(bytes, used < limit ? limit - used : 0);
   ledger().set_resident(device, p.resident_bytes());
   // Not ordered after any particular stream: the context synchronisation before the copies is.
-  carry_out(s, actions, device, nullptr, false);
+  carry_out(s, actions, device, nullptr, false, 0, false, learnt.following() != nullptr);
 }
 
 namespace {
@@ -348,10 +453,15 @@ void count_life(State& s, uintptr_t base, uint64_t size, int dev, bool dies_idle
 }  // namespace
 
 void residency_swap_made(uintptr_t base, uint64_t size, int device) {
-  if (!options().swap_forecast.value || device < 0 || device >= kMaxDevices) return;
+  if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
+  if (policy::StepLearner* l = learner(s, device)) {
+    l->made(base, size);
+    for (uintptr_t c = swap::chunk_of(base); c < base + size; c += swap::chunk_bytes()) s.allocs_in[c].push_back(base);
+  }
+  if (!options().swap_forecast.value) return;
   const policy::LifetimeForecast::Key key = s.forecast.made(size);
   const State::Life life{key, s.forecast.dies_idle(key)};
   if (!s.lives.emplace(base, life).second) return;
@@ -359,10 +469,20 @@ void residency_swap_made(uintptr_t base, uint64_t size, int device) {
 }
 
 void residency_swap_freed(uintptr_t base, uint64_t size, int device) {
-  if (!options().swap_forecast.value || device < 0 || device >= kMaxDevices) return;
+  if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
   State& s = state();
   std::lock_guard lock(s.mu);
+  if (policy::StepLearner* l = learner(s, device)) {
+    l->freed(base);
+    for (uintptr_t c = swap::chunk_of(base); c < base + size; c += swap::chunk_bytes()) {
+      auto it = s.allocs_in.find(c);
+      if (it == s.allocs_in.end()) continue;
+      std::erase(it->second, base);
+      if (it->second.empty()) s.allocs_in.erase(it);
+    }
+  }
+  if (!options().swap_forecast.value) return;
   auto it = s.lives.find(base);
   if (it == s.lives.end()) return;
   const State::Life life = it->second;
@@ -479,21 +599,45 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
       }
       if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced);
     }
-    if (!prepare_use(s, referenced, dev, stream, per_thread)) return;
+    const bool used = prepare_use(s, referenced, dev, stream, per_thread);
+    bring_ahead(s, dev, stream, per_thread);
+    if (!used) return;
   }
   if (trace::enabled()) trace::budget(dev);
 }
 }  // namespace
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
-  if (trace::enabled()) {
+  const bool tracing = trace::enabled(), learn = learning();
+  if (tracing || learn) {
     t_trace.n = 0;
     t_trace.stream = reinterpret_cast<uintptr_t>(entry::stream_handle(stream, per_thread));
     t_trace.fn = reinterpret_cast<uintptr_t>(f);
-    t_trace.collecting = t_launch_traced = true;
+    t_trace.collecting = true;
+    t_launch_traced = tracing;
   }
   if (g_tracked_regions.load(std::memory_order_relaxed) != 0) prepare_launch(f, params, extra, stream, per_thread);
   t_trace.collecting = false;
+  if (!learn) return;
+  // Every launch, after its own moves: the learner's position is the next launch's.
+  ShimScope scope;
+  const int dev = entry::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  std::vector<uint64_t> bases(t_trace.regions, t_trace.regions + t_trace.n);
+  policy::StepLearner& l = *learner(s, dev);
+  const policy::StepLearner::State was = l.state();
+  l.launched(reinterpret_cast<uintptr_t>(f), bases.data(), bases.size());
+  // Round trips are planned now: what ping-pong stopped before may move again.
+  if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).clear_stops();
+  if (l.state() != was && log_enabled(LogLevel::debug)) {
+    static const char* const kStates[] = {"searching", "recording", "following"};
+    Line line;
+    line.str("step learner on device ").i64(dev).str(": ").str(kStates[static_cast<int>(l.state())]).str(", a step of ")
+        .u64(l.period()).str(" launches");
+    log(LogLevel::debug, line);
+  }
 }
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {

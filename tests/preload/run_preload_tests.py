@@ -23,6 +23,7 @@ host-block statistics are not asserted in that mode. (ThreadSanitizer is handled
 but a -DGMS_SANITIZE=thread shim does not start yet: see the README.)
 """
 import argparse
+import collections
 import json
 import os
 import resource
@@ -831,6 +832,48 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(got["on"], (40, 32))
         self.assertEqual(got["busy"], (40, 0))
         self.assertEqual(got["unscanned"], (40, 0))
+
+    def test_step_learner(self):
+        """GPUMEMSHIM_SWAP_LEARN: four ranges used in turn, room for three. By recency every range
+        comes back every time round; once the learner follows the loop, room comes from the range
+        used farthest ahead. A launch off the loop starts the learning over; the data stays right."""
+        env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M")
+        moved = {}
+        for learn, args in (("off", []), ("on", []), ("on", ["broken"])):
+            run = self.run_program("swap_learn", *args, env=dict(env, GPUMEMSHIM_SWAP_LEARN=learn))
+            self.assertIn("swap learn ok", run.stdout)
+            s = self.only_stats(run)
+            self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+            moved[(learn, tuple(args))] = s["decisions"]["prefetched"]["bytes"] // MiB
+        off, on, broken = moved[("off", ())], moved[("on", ())], moved[("on", ("broken",))]
+        # 16 rounds of 4 ranges: by recency each comes back every round (the first round's too: the
+        # fourth range's making evicted the first).
+        self.assertEqual(off, 16 * 4 * 4)
+        # The learner follows from the fifth round on (two rounds to find the step, two recorded):
+        # then one range comes back per round and a third, not four.
+        self.assertLess(on, off * 6 // 10)
+        self.assertLess(on, broken, "starting over costs")
+
+    def test_step_learner_brings_memory_back_ahead(self):
+        """Scan order: the range the next iteration uses first comes back while the loop runs launches on
+        other memory, ahead of its own launch, into the room the loop's frees left."""
+        reasons = {}
+        for learn in ("off", "on"):
+            d = tempfile.mkdtemp(prefix="gms-learn-")
+            self.addCleanup(shutil.rmtree, d, True)
+            env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="16M", GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_LEARN=learn,
+                       GPUMEMSHIM_TRACE=os.path.join(d, "t.jsonl"))
+            run = self.run_program("swap_learn", "ahead", env=env)
+            self.assertIn("swap learn ok", run.stdout)
+            self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
+            with open(os.path.join(d, "t.jsonl")) as f:
+                lines = [json.loads(l) for l in f]
+            reasons[learn] = collections.Counter(l["reason"] for l in lines if l["type"] == "decision")
+        ahead = [r for r in reasons["on"] if "ahead" in r]
+        self.assertTrue(ahead, reasons["on"])
+        self.assertGreaterEqual(reasons["on"][ahead[0]], 10, "one each iteration once the step is learnt")
+        self.assertFalse([r for r in reasons["off"] if "ahead" in r])
+        self.assertTrue([r for r in reasons["on"] if "farthest ahead" in r], reasons["on"])
 
     def test_move_waits_for_work_being_queued(self):
         # Another thread's kernel, still being queued, uses the chunk a round of moves takes for

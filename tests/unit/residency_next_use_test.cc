@@ -98,5 +98,31 @@ TEST(ResidencyNextUse, AheadIntoFreeRoomOnly) {
   EXPECT_EQ(p.plan_launch({3}, 12 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(3, 0, 8 * MiB)}));
 }
 
+// Ping-pong stops are for what nobody foresees: once a step is known they are lifted, and round trips
+// no longer count while next uses are known.
+TEST(ResidencyNextUse, KnownStepLiftsPingPongStops) {
+  ResidencyConfig c = chunks_of_2m();
+  c.pingpong_limit = 0;  // the first round trip stops a region
+  ResidencyPlanner p(c);
+  p.add_region(1, 4 * MiB);
+  p.add_region(2, 4 * MiB);
+  p.plan_launch({1}, 4 * MiB);
+  p.plan_launch({2}, 4 * MiB);  // 1 out
+  p.plan_launch({1}, 4 * MiB);  // 1 back within the window: stopped
+  EXPECT_TRUE(p.stays_remote(1));
+  p.clear_stops();
+  EXPECT_FALSE(p.stays_remote(1));
+  Table t;
+  t.next = {{1, 1}, {2, 1}};
+  p.set_next_use(&t);
+  for (int k = 0; k < 6; ++k) {
+    const std::vector<Action> a = p.plan_launch({static_cast<RegionId>(1 + k % 2)}, 4 * MiB);
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a.back().kind, ActionKind::prefetch_to_device) << k;
+  }
+  EXPECT_FALSE(p.stays_remote(1));
+  EXPECT_FALSE(p.stays_remote(2));
+}
+
 }  // namespace
 }  // namespace gms::policy

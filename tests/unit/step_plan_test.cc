@@ -405,6 +405,18 @@ TEST(StepLearner, OtherLaunchesEndTheFollowingAndItLearnsAgain) {
   EXPECT_EQ(l.period(), t.period());
 }
 
+// One kernel run many times over the same memory (an optimizer's per-tensor loop) repeats with any
+// period: not a step. The loop around it is.
+TEST(StepLearner, ARunOfOneKernelIsNotTheStep) {
+  StepLearner l;
+  for (int step = 0; step < 6; ++step) {
+    for (int k = 0; k < 10; ++k) l.launched(1 + k, nullptr, 0);
+    for (int k = 0; k < 200; ++k) l.launched(99, nullptr, 0);
+  }
+  EXPECT_EQ(l.state(), StepLearner::State::following);
+  EXPECT_EQ(l.period(), 210u);
+}
+
 TEST(StepLearner, NothingRepeatsNothingLearned) {
   StepLearner l;
   for (uint64_t k = 0; k < 20000; ++k) l.launched(k * 7 + 1, nullptr, 0);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The training zoo's benchmark (issue: training past the budget at the link's bound): for each model,
+# measured side by side in one run on the GPU machine, at budgets of peak / 1.2 and peak / 1.5:
+# no limit; the floor and the schedule of its step at that budget (gpumemshim report --budget on a
+# traced run with no budget to speak of); the default policy; swap in scan order with parking, with
+# and without the step learner (GPUMEMSHIM_SWAP_LEARN); PyTorch's save_on_cpu under
+# set_per_process_memory_fraction; off at the budget (out of memory). Rows go to $OUT/zoo.jsonl, the
+# table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. GPU safety: every run under the
+# shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) may be set.
+set -u
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+B=${GMS_BUILD_DIR:-build-gpu}
+if [ ! -x "$B/shim/libgpumemshim.so" ] || [ ! -x "$B/tools/gpumemshim" ]; then
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF -DGMS_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 &&
+    cmake --build "$B" --target gpumemshim gpumemshim_cli >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
+TOOL=$(readlink -f "$B/tools/gpumemshim")
+MODELS=${MODELS:-resnet50 llama vit gpt}
+STEPS=${STEPS:-7}
+BUDGETS=${BUDGETS:-1.2 1.5}
+LOG="$OUT/zoo.log"
+ROWS="$OUT/zoo.jsonl"
+Z=tests/gpu/zoo/zoo.py
+TMP=$(mktemp -d)
+last_json() { grep '^{' | tail -1; }
+# row MODEL BUDGET_DIV CONFIG JSON: one line of zoo.jsonl
+row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "$ROWS"; }
+shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G "$@"; }
+run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
+for m in $MODELS; do
+  echo "== $m" | tee -a "$LOG"
+  free=$(run python3 $Z "$m" --steps "$STEPS")
+  row "$m" 1 "no limit" "$free"
+  peak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("peak_gib", ""))' "$free" 2>/dev/null)
+  [ -n "$peak" ] || continue
+  # The step with no budget to speak of, traced: its kernels, lives and uses.
+  shim env GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
+    timeout 240 python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
+  for div in $BUDGETS; do
+    mib=$(python3 -c "print(int($peak * 1024 / $div))")
+    limit=${mib}M
+    bound=$("$TOOL" report "$TMP/$m.jsonl" --json --budget "$limit" 2>>"$LOG" |
+      python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","missing")}))')
+    row "$m" "$div" "bound" "$bound"
+    scan=(GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit")
+    row "$m" "$div" "swap scan+park" "$(run shim env "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=off python3 $Z "$m" --steps "$STEPS")"
+    row "$m" "$div" "swap scan+park+learn" "$(run shim env "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=on python3 $Z "$m" --steps "$STEPS")"
+    row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --save-on-cpu $((mib * 1048576)))"
+    if [ "$div" = 1.5 ]; then
+      row "$m" "$div" "default" "$(run shim env GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 5)"
+      row "$m" "$div" "off" "$(run shim env GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
+    fi
+  done
+done
+rm -rf "$TMP"
+python3 tests/gpu/zoo/table.py "$ROWS" | tee "$OUT/zoo.md"

@@ -1,0 +1,49 @@
+"""The zoo's table (tests/gpu/zoo/bench.sh): one row per model and budget, each configuration's step
+time with its ratio to the same model's step with no limit, the floor and schedule of its step at
+that budget, and the ratios that matter: to the floor, and against PyTorch's save_on_cpu.
+
+  table.py zoo.jsonl
+"""
+import json
+import sys
+from collections import defaultdict
+
+CONFIGS = ["default", "swap scan+park", "swap scan+park+learn", "save_on_cpu", "off"]
+
+
+def main(path):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    by = defaultdict(dict)
+    for r in rows:
+        by[(r["model"], r["div"])][r["config"]] = r
+    out = ["| model | budget | no limit | floor | schedule | " + " | ".join(CONFIGS) + " | learn / floor | save_on_cpu / learn | loss (no limit; learn) |",
+           "|---|---|" + "---:|" * (len(CONFIGS) + 6)]
+    for (model, div), c in sorted(by.items()):
+        if div == "1":
+            continue
+        free = by[(model, "1")].get("no limit", {})
+        base = free.get("step_ms")
+        b = c.get("bound", {})
+        floor = (b.get("floor_ns") or 0) / 1e6
+        sched = (b.get("bound_ns") or 0) / 1e6
+
+        def cell(r):
+            if not r:
+                return ""
+            if "error" in r:
+                return "OOM" if "OutOfMemory" in r.get("error", "") else r["error"]
+            ms = r.get("step_ms")
+            return f"{ms:.0f} ({ms / base:.2f}x)" if ms and base else ""
+
+        learn = c.get("swap scan+park+learn", {}).get("step_ms")
+        soc = c.get("save_on_cpu", {}).get("step_ms")
+        out.append(f"| {model} | peak/{div} | {base} | " + (f"{floor:.0f} ({floor / base:.2f}x)" if floor and base else "") +
+                   " | " + (f"{sched:.0f}" if sched else "") + " | " + " | ".join(cell(c.get(k)) for k in CONFIGS) +
+                   " | " + (f"{learn / floor:.2f}x" if learn and floor else "") + " | " +
+                   (f"{soc / learn:.2f}x" if learn and soc else "") + " | " +
+                   f"{free.get('loss')}; {c.get('swap scan+park+learn', {}).get('loss')} |")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
