@@ -191,6 +191,15 @@ void StepLearner::start_over() {
   for (auto& [ptr, l] : live_) l.name = Name{kOld, 0, 0, ptr};
 }
 
+uint64_t StepLearner::next_need(uint64_t ptr) const {
+  const uint64_t use = next_use(ptr);
+  if (use != kNever) return use;
+  auto it = live_.find(ptr);
+  auto id = it == live_.end() ? id_of_.end() : id_of_.find(it->second.name);
+  if (id == id_of_.end() || death_[id->second] == kNever) return kNever;
+  return ahead_of(death_[id->second]);
+}
+
 uint64_t StepLearner::next_use(uint64_t ptr) const {
   if (state_ != State::following) return kUnknown;
   auto it = live_.find(ptr);

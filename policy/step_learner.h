@@ -59,6 +59,10 @@ class StepLearner {
   // While following: launches from the next one until the live allocation at `ptr` is used again
   // (0: the next launch uses it), kNever when it is freed first, kUnknown when the learner cannot say.
   uint64_t next_use(uint64_t ptr) const;
+  // While following: launches from the next one until the allocation at `ptr` next needs device
+  // memory or gives it back: its next use, or its free when that comes first (kNever: neither
+  // within the step, kUnknown as above).
+  uint64_t next_need(uint64_t ptr) const;
   // While following: the allocations (their bases) the launches `ahead` positions from the next one
   // will use (ahead 0: the next launch), those alive now.
   void uses_ahead(uint64_t ahead, std::vector<uint64_t>* bases) const;

@@ -63,7 +63,10 @@ struct State {
   std::unordered_map<uintptr_t, std::vector<uintptr_t>> allocs_in;
 };
 
-// The planner's view of the learner: a chunk is used again when the first of its allocations is.
+// The planner's view of the learner: a chunk needs its device memory again when the first of its
+// allocations is used, and needs none once all are freed: the room that evicting it makes lasts
+// until the first of those (an allocation freed before its next use is cheap to evict only when its
+// free is far: the copy out is the price, and a free soon gives the room back anyway).
 class ChunkNextUse final : public policy::NextUse {
  public:
   ChunkNextUse(const policy::StepLearner& learner, const State& s) : learner_(learner), s_(s) {}
@@ -71,7 +74,7 @@ class ChunkNextUse final : public policy::NextUse {
     auto it = s_.allocs_in.find(chunk);
     if (it == s_.allocs_in.end() || it->second.empty()) return kUnknown;
     uint64_t next = kNever;
-    for (uintptr_t a : it->second) next = std::min(next, learner_.next_use(a));
+    for (uintptr_t a : it->second) next = std::min(next, learner_.next_need(a));
     return next;
   }
 
@@ -326,7 +329,7 @@ std::vector<policy::RegionId> chunks_ahead(State& s, const policy::StepLearner& 
 // copies run while the link is free instead of when those launches are queued. For every launch,
 // whether it uses movable memory itself or not.
 void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
-  if (options().swap_order != SwapOrder::scan) return;
+  if (options().swap_order != SwapOrder::scan || !options().swap_ahead.value) return;
   policy::StepLearner* l = learner(s, dev);
   if (!l || l->state() != policy::StepLearner::State::following || entry::stream_capturing(stream, per_thread)) return;
   const uint64_t limit = device_limit(dev), used = ledger().used(dev);

@@ -862,6 +862,7 @@ class PreloadSwap(PreloadCase):
             d = tempfile.mkdtemp(prefix="gms-learn-")
             self.addCleanup(shutil.rmtree, d, True)
             env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="16M", GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_LEARN=learn,
+                       GPUMEMSHIM_SWAP_AHEAD="on",
                        GPUMEMSHIM_TRACE=os.path.join(d, "t.jsonl"))
             run = self.run_program("swap_learn", "ahead", env=env)
             self.assertIn("swap learn ok", run.stdout)

@@ -381,6 +381,17 @@ TEST_P(Recorded, LearnerPredictsEveryNextUse) {
   }
   EXPECT_EQ(wrong, 0u) << "of " << checked;
   EXPECT_EQ(l.position(), phase);
+  // next_need, back at position 0: the next use, or the free when it comes first.
+  for (uint32_t a = 0; a < t.allocs.size(); ++a) {
+    if (!t.alive(a, 0) || t.allocs[a].born == 0) continue;
+    const uint64_t use = l.next_use(r.instance(a)), need = l.next_need(r.instance(a));
+    if (use != StepLearner::kNever) {
+      EXPECT_EQ(need, use) << a;
+    } else if (!t.allocs[a].persistent()) {
+      const int64_t period = static_cast<int64_t>(t.period()), died = t.allocs[a].died;
+      EXPECT_EQ(need, static_cast<uint64_t>(died > period ? died - period : died)) << a;
+    }
+  }
   EXPECT_EQ(l.divergences(), 0u);
 }
 

@@ -23,12 +23,12 @@ STEPS=${STEPS:-7}
 BUDGETS=${BUDGETS:-1.2 1.5}
 LOG="$OUT/zoo.log"
 ROWS="$OUT/zoo.jsonl"
-Z=tests/gpu/zoo/zoo.py
+Z=${ZOO:-tests/gpu/zoo/zoo.py}
 TMP=$(mktemp -d)
 last_json() { grep '^{' | tail -1; }
 # row MODEL BUDGET_DIV CONFIG JSON: one line of zoo.jsonl
 row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "$ROWS"; }
-shim() { env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G "$@"; }
+SHIMENV=(env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G)
 run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
 for m in $MODELS; do
   echo "== $m" | tee -a "$LOG"
@@ -37,8 +37,8 @@ for m in $MODELS; do
   peak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("peak_gib", ""))' "$free" 2>/dev/null)
   [ -n "$peak" ] || continue
   # The step with no budget to speak of, traced: its kernels, lives and uses.
-  shim env GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
-    timeout 240 python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
+  timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
+    python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
   for div in $BUDGETS; do
     mib=$(python3 -c "print(int($peak * 1024 / $div))")
     limit=${mib}M
@@ -46,12 +46,12 @@ for m in $MODELS; do
       python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","missing")}))')
     row "$m" "$div" "bound" "$bound"
     scan=(GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit")
-    row "$m" "$div" "swap scan+park" "$(run shim env "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=off python3 $Z "$m" --steps "$STEPS")"
-    row "$m" "$div" "swap scan+park+learn" "$(run shim env "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=on python3 $Z "$m" --steps "$STEPS")"
+    row "$m" "$div" "swap scan+park" "$(run "${SHIMENV[@]}" "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=off python3 $Z "$m" --steps "$STEPS")"
+    row "$m" "$div" "swap scan+park+learn" "$(run "${SHIMENV[@]}" "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=on python3 $Z "$m" --steps "$STEPS")"
     row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --save-on-cpu $((mib * 1048576)))"
     if [ "$div" = 1.5 ]; then
-      row "$m" "$div" "default" "$(run shim env GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 5)"
-      row "$m" "$div" "off" "$(run shim env GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
+      row "$m" "$div" "default" "$(run "${SHIMENV[@]}" GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 5)"
+      row "$m" "$div" "off" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
     fi
   done
 done
