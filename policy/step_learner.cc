@@ -99,8 +99,8 @@ void StepLearner::search(uint64_t fn) {
     }
     at.push_back(count_);
     if (at.size() > cfg_.candidates) at.erase(at.begin());
-    // A program that never repeats keeps no more than a few periods' worth of hashes.
-    if (seen_.size() > 4 * cfg_.max_period) seen_.clear();
+    // A program that never repeats keeps no more than two periods' worth of hashes.
+    if (seen_.size() > 2 * cfg_.max_period) seen_.clear();
   }
   if (found == 0) return;
   // A step: record the next two.

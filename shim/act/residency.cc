@@ -628,10 +628,9 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (dev < 0 || dev >= kMaxDevices) return;
   State& s = state();
   std::lock_guard lock(s.mu);
-  std::vector<uint64_t> bases(t_trace.regions, t_trace.regions + t_trace.n);
   policy::StepLearner& l = *learner(s, dev);
   const policy::StepLearner::State was = l.state();
-  l.launched(reinterpret_cast<uintptr_t>(f), bases.data(), bases.size());
+  l.launched(reinterpret_cast<uintptr_t>(f), t_trace.regions, t_trace.n);
   // Round trips are planned now: what ping-pong stopped before may move again.
   if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).clear_stops();
   if (l.state() != was && log_enabled(LogLevel::debug)) {
