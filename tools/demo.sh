@@ -86,7 +86,11 @@ elif ((free_gib < 20)); then
 fi
 
 # --- Build: the command and the library, in build-demo/ -------------------------------------
-tools/install-deps.sh
+# Build tools from Debian's packages only where one is missing (the optional ones, libunwind for
+# call sites, are not worth an apt-get on a machine that may have no network).
+if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null || ! command -v g++ >/dev/null; then
+  tools/install-deps.sh
+fi
 mkdir -p "$BUILD" "$OUT"
 echo "== building gpumemshim into $BUILD/ (log: $BUILD/build.log)"
 build_start=$SECONDS
@@ -103,7 +107,8 @@ gms=$BUILD/tools/gpumemshim
 for v in $(compgen -e); do
   if [[ $v == GPUMEMSHIM_* ]]; then unset "$v"; fi
 done
-policy=$("$gms" options | awk '$0 == "GPUMEMSHIM_POLICY" { getline; print $2; exit }')
+# (awk reads to the end: an early exit could kill the writer with SIGPIPE)
+policy=$("$gms" options | awk '$0 == "GPUMEMSHIM_POLICY" && !seen { getline; print $2; seen = 1 }')
 echo
 "$gms" doctor
 

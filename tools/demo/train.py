@@ -1,7 +1,7 @@
 """The demo's training loop: a GPT-style language model (pre-norm blocks, causal attention, a 4x
 MLP) trained from random initialisation, in bfloat16, with SGD and momentum. Each batch is made on
 the CPU in ordinary (pageable) memory and copied to the GPU every step, as most data loaders do;
-the forward pass, the backward pass and the optimizer step are NVTX ranges, so a trace's report
+the loop, its forward passes, backward passes and optimizer steps are NVTX ranges, so a trace's report
 splits its time and traffic by phase.
 
 Prints one line per step, then one JSON line (also written to --json FILE): the median step time
@@ -67,15 +67,15 @@ class LanguageModel(nn.Module):
 
 
 def nvtx_ranges(device):
-    """A context manager factory naming a phase for the trace; a no-op without NVTX."""
+    """Opens the NVTX range "train" around the loop; returns a context manager factory that names a
+    phase inside it, and the function that closes "train". No-ops without NVTX."""
     if device == "cuda":
         try:
-            with torch.cuda.nvtx.range("probe"):
-                pass
-            return torch.cuda.nvtx.range
+            torch.cuda.nvtx.range_push("train")
+            return torch.cuda.nvtx.range, torch.cuda.nvtx.range_pop
         except (RuntimeError, AttributeError):  # a PyTorch built without NVTX
             pass
-    return lambda name: contextlib.nullcontext()
+    return (lambda name: contextlib.nullcontext()), (lambda: None)
 
 
 def parse_args():
@@ -110,7 +110,7 @@ def train(args, result):
     torch.manual_seed(0)
     model = LanguageModel(args.vocab, args.width, args.layers, args.seq).to(device=device, dtype=dtype)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    phase = nvtx_ranges(device)
+    phase, end_train = nvtx_ranges(device)
     times, losses = [], []
     start = time.time()
     for step in range(args.steps):
@@ -137,6 +137,7 @@ def train(args, result):
         if len(times) > args.warmup and time.time() - start >= args.max_seconds:
             result["stopped"] = f"after {args.max_seconds:g} s"
             break
+    end_train()
     measured = times[args.warmup:]
     result.update(median_ms=round(1000 * statistics.median(measured), 1), measured_steps=len(measured),
                   step_ms=[round(1000 * t, 1) for t in times], loss_first=round(losses[0], 4),
