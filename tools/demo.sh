@@ -196,12 +196,12 @@ if [[ -n $budget_mib ]]; then
   echo
   echo "== 5. the loop of (2) traced (fewer steps), then gpumemshim report"
   rm -f "$OUT/trace.jsonl"
-  run_step traced 150 "${shim[@]}" --trace "$OUT/trace.jsonl" -- "${train[@]}" --steps 6 --max-seconds 15 --json "$OUT/traced.json"
+  run_step traced 150 "${shim[@]}" --trace "$OUT/trace.jsonl" -- "${train[@]}" --steps 8 --max-seconds 20 --json "$OUT/traced.json"
   if [[ -s $OUT/trace.jsonl ]] &&
      "$gms" report --html "$OUT/report.html" --perfetto "$OUT/timeline.json" "$OUT/trace.jsonl" >"$OUT/report.txt" 2>"$OUT/report.err"; then
     echo "-- from the report ($OUT/report.txt):"
     awk 'NR > 1 && $0 == "" { exit } { print }' "$OUT/report.txt"
-    for title in "Placement decisions" "Per NVTX range" "Top offenders"; do
+    for title in "Repeating step" "Placement decisions" "Per NVTX range" "Top offenders"; do
       echo
       report_section "$title"
     done

@@ -52,6 +52,19 @@ def stats_decisions(path):
     return rows
 
 
+def report_section(path, title):
+    """The lines of one section of the report's text, title first, up to the next blank line."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if out and not line:
+                break
+            if out or line.startswith(title):
+                out.append(line)
+    return out
+
+
 def run_line(label, r):
     if r is None:
         return f"  {label:<44} did not run"
@@ -112,6 +125,7 @@ def main():
 
     report = os.path.join(out, "report.txt")
     if os.path.exists(report):
+        lines += ["  " + line for line in report_section(report, "Repeating step")]
         step = f", {traced['median_ms']} ms/step" if traced and "median_ms" in traced else ""
         lines.append(f"report of a traced run of the default policy at the budget ({traced['steps_run'] if traced else '?'} "
                      f"steps{step}): {report}, {os.path.join(out, 'report.html')}, "
