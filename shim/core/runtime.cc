@@ -4,8 +4,11 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "guard.h"
 #include "log.h"
+#include "out_file.h"
 #include "trace/trace.h"
 
 extern char** environ;
@@ -129,18 +132,22 @@ void runtime_report() {
       break;
     case StatsTarget::Kind::json_file: {
       char path[sizeof(t.path) + 32];
-      int fd = -1;
-      if (expand_path_pattern(t.path, pid, path, sizeof(path))) {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      OutFile f;
+      OutFileError e{"the path is too long", 0};
+      bool ok = expand_path_pattern(t.path, pid, path, sizeof(path)) && out_file_create(path, 0644, &f, &e);
+      if (ok && (e.err = g_stats.print_json(f.fd, pid)) != 0) {
+        e.what = "cannot write the file";
+        out_file_discard(&f);
+        ok = false;
       }
-      if (fd < 0) {
+      if (ok) ok = out_file_finish(&f, &e);
+      if (!ok) {
         Line l;
-        l.str("cannot write statistics to GPUMEMSHIM_STATS='").str(t.path).str("'");
+        l.str("cannot write statistics to GPUMEMSHIM_STATS='").str(t.path).str("' (").str(e.what);
+        if (e.err) l.str(": ").str(strerror(e.err));
+        l.str(")");
         log(LogLevel::warn, l);
-        return;
       }
-      g_stats.print_json(fd, pid);
-      close(fd);
       break;
     }
   }

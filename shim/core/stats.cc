@@ -1,15 +1,22 @@
 #include "stats.h"
 
 #include "log.h"
+#include "out_file.h"
 
 namespace gms {
 namespace {
 
 uint64_t load(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
 
+// The first write error of print_json, which returns it. The printers run once, at exit; no
+// thread_local here: a preloaded library's dynamic TLS may call malloc on first use.
+std::atomic<int> g_emit_error{0};
+
 void emit(int fd, Line& l) {
   l.chr('\n');
-  l.write_to(fd);
+  int err = out_file_write(fd, l.data(), l.size());
+  int none = 0;
+  if (err) g_emit_error.compare_exchange_strong(none, err, std::memory_order_relaxed);
   l.clear();
 }
 
@@ -118,7 +125,8 @@ void Stats::print_text(int fd) const {
 #undef GMS_ROW
 }
 
-void Stats::print_json(int fd, long pid) const {
+int Stats::print_json(int fd, long pid) const {
+  g_emit_error.store(0, std::memory_order_relaxed);
   Line l;
   l.str("{\"format\": \"gpumemshim-stats\", \"version\": 1, \"pid\": ").i64(pid).str(",");
   emit(fd, l);
@@ -188,6 +196,7 @@ void Stats::print_json(int fd, long pid) const {
   emit(fd, l);
   l.str("}");
   emit(fd, l);
+  return g_emit_error.load(std::memory_order_relaxed);
 }
 
 }  // namespace gms

@@ -161,7 +161,7 @@ class Stats {
 
   // Both printers write with write(2) from fixed buffers: they run from a destructor at exit.
   void print_text(int fd) const;
-  void print_json(int fd, long pid) const;
+  int print_json(int fd, long pid) const;  // 0 or the errno of the first failed write
 
  private:
   static Tally read(const CallCounter& c) {

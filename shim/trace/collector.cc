@@ -20,6 +20,7 @@
 
 #include "core/guard.h"
 #include "core/log.h"
+#include "core/out_file.h"
 #include "core/runtime.h"
 #include "format.h"
 #include "gms/build_config.h"
@@ -48,7 +49,7 @@ constexpr uint64_t kRingMask = kRingSize - 1;
 
 struct Slot {
   std::atomic<uint64_t> seq{0};
-  Record rec;
+  Record rec{};  // zeroed: constant initialisation under every compiler (clang builds the fuzz targets)
 };
 static_assert(sizeof(Slot) == 128);
 
@@ -194,53 +195,28 @@ bool expand(char* out, size_t size) {
   return true;
 }
 
-void warn_untraced(const char* path, const char* what, int err) {
+void warn_untraced(const char* path, const OutFileError& e) {
   Line l;
-  l.str("cannot write the trace to '").str(path).str("' (").str(what);
-  if (err) l.str(": ").str(strerror(err));
+  l.str("cannot write the trace to '").str(path).str("' (").str(e.what);
+  if (e.err) l.str(": ").str(strerror(e.err));
   l.str("): the program runs untraced");
   log(LogLevel::warn, l);
 }
 
-// A fresh file with mode 0600 under a temporary name in the same directory (O_EXCL, O_NOFOLLOW:
-// nothing planted there is opened), renamed over the path: a symlink at the path is replaced, never
-// followed, and an existing file is replaced whole. Renaming now rather than at exit leaves the
-// trace of a killed process where the user looks for it.
+// Made by core/out_file and published at once, so the trace of a killed process is where the user
+// looks for it; a symlink, device or another user's file at the path is left alone.
 int open_trace_file() {
   if (!expand(g_path, sizeof(g_path))) {
-    warn_untraced(g_pattern.path, "the path is too long", 0);
+    warn_untraced(g_pattern.path, {"the path is too long", 0});
     return -1;
   }
-  const char* slash = std::strrchr(g_path, '/');
-  size_t dir_len = slash ? static_cast<size_t>(slash - g_path) + 1 : 0;
-  if (g_path[dir_len] == '\0') {
-    warn_untraced(g_path, "it names a directory", 0);
+  OutFile f;
+  OutFileError e;
+  if (!out_file_create(g_path, 0600, &f, &e) || !out_file_publish(&f, &e)) {
+    warn_untraced(g_path, e);
     return -1;
   }
-  static std::atomic<unsigned> serial{0};
-  char tmp[1200];
-  int fd = -1, err = 0;
-  for (int attempt = 0; attempt < 64 && fd < 0; ++attempt) {
-    Line l;
-    l.str(g_path, dir_len).chr('.').str(g_path + dir_len).str(".tmp-").i64(getpid()).chr('-')
-        .u64(serial.fetch_add(1, std::memory_order_relaxed));
-    std::memcpy(tmp, l.data(), l.size() + 1);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    err = fd < 0 ? errno : 0;
-    if (fd < 0 && err != EEXIST) break;
-  }
-  if (fd < 0) {
-    warn_untraced(g_path, "cannot create a file there", err);
-    return -1;
-  }
-  if (rename(tmp, g_path) != 0) {
-    err = errno;
-    unlink(tmp);
-    close(fd);
-    warn_untraced(g_path, "cannot put the file there", err);
-    return -1;
-  }
-  return fd;
+  return f.fd;
 }
 
 // ---- the header ----
@@ -318,11 +294,14 @@ void write_header(Out& out, const char* cupti) {
 
 // ---- writing (under g_write_mu) ----
 
-void stop_on_write_error() {
-  int err = g_out.error();
+// Every writer (the writer thread, a flush, CUPTI's thread, exit) holds g_write_mu and checks the
+// state first, so only the first failure of a file gets here with the file still running.
+void stop_on_write_error(int close_err = 0) {
+  if (g_state.load(std::memory_order_acquire) != kRunning) return;
+  int err = close_err ? close_err : g_out.error();
   g_on.store(false, std::memory_order_relaxed);
   g_state.store(kStopped, std::memory_order_release);
-  close(g_out.fd());
+  if (g_out.fd() >= 0) close(g_out.fd());
   g_out.set_fd(-1);
   Line l;
   l.str("cannot write the trace to '").str(g_path).str("' (").str(strerror(err ? err : EIO))
@@ -604,12 +583,16 @@ void finish() {
   if (g_state.load(std::memory_order_acquire) == kRunning) {
     drain_all_locked();
     drain_locked(0, true);  // drops and the last budgets
+  }
+  // A write error in the drains above stopped the trace and said so: no end line after it.
+  if (g_state.load(std::memory_order_acquire) == kRunning) {
     uint64_t dropped = g_dropped[0].load(std::memory_order_relaxed) + g_dropped[1].load(std::memory_order_relaxed);
     g_out.open("end").key("t").i64(now()).key("events").u64(g_events).key("dropped").u64(dropped).close();
     if (g_out.flush()) {
-      close(g_out.fd());
+      int fd = g_out.fd();
       g_out.set_fd(-1);
-      g_state.store(kStopped, std::memory_order_release);
+      if (close(fd) == 0 || errno == EINTR) g_state.store(kStopped, std::memory_order_release);
+      else stop_on_write_error(errno);  // NFS reports a failed write at close
     } else {
       stop_on_write_error();
     }

@@ -1,6 +1,7 @@
 #include "out.h"
 
 #include "core/log.h"
+#include "core/out_file.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,35 +13,7 @@
 
 namespace gms::trace {
 
-int write_all(int fd, const char* p, size_t n) {
-  if (fd < 0) return EBADF;
-  sigset_t xfsz, old;
-  sigemptyset(&xfsz);
-  sigaddset(&xfsz, SIGXFSZ);
-  pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-  const bool was_blocked = sigismember(&old, SIGXFSZ) == 1;
-  int err = 0;
-  size_t off = 0;
-  while (off < n) {
-    ssize_t w = ::write(fd, p + off, n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      err = w < 0 ? errno : EIO;
-      break;
-    }
-    off += static_cast<size_t>(w);
-  }
-  if (!was_blocked) {
-    // The SIGXFSZ that our own write raised (it comes with EFBIG) is taken back before the mask
-    // comes down, so the program never sees it.
-    if (err == EFBIG) {
-      timespec zero{0, 0};
-      sigtimedwait(&xfsz, nullptr, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
-  return err;
-}
+int write_all(int fd, const char* p, size_t n) { return out_file_write(fd, p, n); }
 
 Out& Out::open(const char* type) {
   raw("{\"type\":\"");
