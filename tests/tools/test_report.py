@@ -20,6 +20,7 @@ import random
 import re
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -512,6 +513,86 @@ class ReportHtmlTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             page = write_html(["copies.jsonl"], os.path.join(tmp, "r.html"))
         self.assertIn("no unified-memory records in the trace", page)
+
+
+class ReportSafetyTest(unittest.TestCase):
+    """The report never destroys its input and never writes through a symlink or over a device;
+    '-' is standard input; a file given twice counts once; hostile names reach the terminal escaped."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gms-report-safety-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        for name in ("run-1.jsonl", "run-2.jsonl"):
+            shutil.copy(os.path.join(TRACES, "rank0.jsonl" if name == "run-1.jsonl" else "rank1.jsonl"),
+                        os.path.join(self.tmp, name))
+
+    def contents(self, name):
+        with open(os.path.join(self.tmp, name), "rb") as f:
+            return f.read()
+
+    def test_output_name_forgotten_keeps_the_traces(self):
+        # The README's glob after --html: the first trace would become the page.
+        before = self.contents("run-1.jsonl")
+        for flag in ("--html", "--perfetto"):
+            with self.subTest(flag=flag):
+                r = report(flag, "run-1.jsonl", "run-2.jsonl", cwd=self.tmp)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"{flag} run-1.jsonl would overwrite a trace: name another file (or add --force)", r.stderr)
+                self.assertEqual(self.contents("run-1.jsonl"), before)
+                r = report("run-1.jsonl", flag, "run-1.jsonl", cwd=self.tmp)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("would overwrite a trace this report reads", r.stderr)
+                self.assertEqual(self.contents("run-1.jsonl"), before)
+        r = report("--html", "run-1.jsonl", "--force", "run-2.jsonl", cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(self.contents("run-1.jsonl").startswith(b"<!DOCTYPE html>"))
+
+    def test_outputs_never_follow_symlinks_or_replace_devices(self):
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.symlink(victim, os.path.join(self.tmp, "link.html"))
+        r = report("run-1.jsonl", "--html", "link.html", cwd=self.tmp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("cannot write link.html (a symlink is there; it is neither followed nor replaced)", r.stderr)
+        self.assertEqual(self.contents("victim"), b"precious\n")
+        self.assertTrue(os.path.islink(os.path.join(self.tmp, "link.html")))
+        r = report("run-1.jsonl", "--perfetto", "/dev/null", cwd=self.tmp)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("a device, FIFO or socket is there", r.stderr)
+        self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+        # An ordinary file of the user's is replaced whole, and no temporary file stays behind.
+        with open(os.path.join(self.tmp, "old.html"), "w") as f:
+            f.write("x" * 100000)
+        r = report("run-1.jsonl", "--html", "old.html", cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(self.contents("old.html").startswith(b"<!DOCTYPE html>"))
+        self.assertEqual([n for n in os.listdir(self.tmp) if ".tmp-" in n], [])
+
+    def test_standard_input_and_the_same_file_twice(self):
+        with open(os.path.join(self.tmp, "run-1.jsonl")) as f:
+            r = subprocess.run([TOOL, "report", "--json", "-"], stdin=f, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)["traces"]), 1)
+        os.link(os.path.join(self.tmp, "run-1.jsonl"), os.path.join(self.tmp, "same.jsonl"))
+        r = report("--json", "run-1.jsonl", "./run-1.jsonl", "same.jsonl", "run-2.jsonl", cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)["traces"]), 2)
+        self.assertIn("note: ./run-1.jsonl is the same file as run-1.jsonl: read once", r.stderr)
+        self.assertIn("note: same.jsonl is the same file as run-1.jsonl: read once", r.stderr)
+
+    def test_hostile_names_are_escaped(self):
+        path = os.path.join(self.tmp, "hostile.jsonl")
+        with open(os.path.join(TRACES, "rank0.jsonl")) as src, open(path, "w") as f:
+            f.write(src.readline())
+            f.write(json.dumps({"type": "kernel", "t": 1, "end": 2, "name": "a\u0000b\u001b[2J", "device": 0}) + "\n")
+        r = subprocess.run([TOOL, "report", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(b"\x00", r.stdout)
+        self.assertNotIn(b"\x1b", r.stdout)
+        self.assertIn(b"a\\x00b\\x1b[2J", r.stdout)
+        self.assertIn(b"Top offenders", r.stdout, "the report was cut short")
 
 
 class ReportBrowserTest(unittest.TestCase):

@@ -1,11 +1,19 @@
 #include "report/align.h"
 
+#include "report/saturate.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
 
 namespace gms::report {
 namespace {
+
+// Wall times within 9e9 s of 1970 (years 1685 to 2255): their nanoseconds fit in int64.
+constexpr int64_t kMaxWallSeconds = 9'000'000'000;
+// Files further apart than 2^61 ns (73 years) are not one job: offsets are capped there, so that
+// shifted times (within +-2^61 in each file) stay within +-2^62 and every span fits in int64.
+constexpr int64_t kMaxOffset = int64_t{1} << 61;
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
 int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
@@ -79,6 +87,7 @@ bool parse_wall_time(std::string_view s, int64_t* ns) {
   }
   if (pos != s.size()) return false;
   int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+  if (secs > kMaxWallSeconds || secs < -kMaxWallSeconds) return false;  // beyond int64 nanoseconds
   *ns = secs * 1000000000 + frac_ns;
   return true;
 }
@@ -100,7 +109,7 @@ void align_files(TraceSet& set) {
     Host& h = hosts[f.host];
     int64_t wall = 0;
     if (h.wall_at_first_t0 || !parse_wall_time(f.wall_t0, &wall)) continue;
-    h.wall_at_first_t0 = wall - (f.t0_ns - h.first_t0);
+    h.wall_at_first_t0 = sat_diff(wall, sat_diff(f.t0_ns, h.first_t0));
   }
   std::optional<int64_t> earliest_wall;
   for (auto& [name, h] : hosts) {
@@ -111,23 +120,23 @@ void align_files(TraceSet& set) {
     int64_t host_offset = 0;
     if (hosts.size() > 1) {
       if (h.wall_at_first_t0 && earliest_wall) {
-        host_offset = *h.wall_at_first_t0 - *earliest_wall;
+        host_offset = sat_diff(*h.wall_at_first_t0, *earliest_wall);
       } else {
         set.warnings.push_back(f.path + ": no usable \"wall_t0\" in the header: its times cannot be aligned with "
                                "other hosts' and start at 0");
       }
     }
-    f.offset_ns = host_offset + (f.t0_ns - h.first_t0);
+    f.offset_ns = std::clamp(sat_sum(host_offset, sat_diff(f.t0_ns, h.first_t0)), -kMaxOffset, kMaxOffset);
   }
   int64_t span = 0;
   for (TraceFile& f : set.files) {
     const int64_t offset = f.offset_ns;
     for_each_time(f, [&](int64_t& t) {
-      t += offset;
+      add_to(t, offset);
       span = std::max(span, t);
     });
-    for (const CopyEvent& c : f.copies) span = std::max(span, c.t + c.dur);
-    for (const RegisterEvent& r : f.registrations) span = std::max(span, r.t + r.dur);
+    for (const CopyEvent& c : f.copies) span = std::max(span, sat_sum(c.t, c.dur));
+    for (const RegisterEvent& r : f.registrations) span = std::max(span, sat_sum(r.t, r.dur));
   }
   set.span_ns = span;
 }

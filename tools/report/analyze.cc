@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "report/demangle.h"
 #include "report/model.h"
 #include "report/sweep.h"
 
@@ -72,26 +73,26 @@ void add_totals(const TraceSet& set, Totals& t) {
       t.um.add(e, k);
       if (is_migration(e, k)) {
         const std::string& cause = set.strings.str(e.cause);
-        t.migrated_by_cause[cause.empty() ? "unknown" : cause] += e.bytes;
+        add_to(t.migrated_by_cause[cause.empty() ? "unknown" : cause], e.bytes);
       }
     }
-    t.dropped_shim += f.dropped_shim;
-    t.dropped_cupti += f.dropped_cupti;
-    t.dropped_other += f.dropped_other;
-    end_dropped += f.end_dropped;
-    t.kernels += static_cast<int64_t>(f.kernels.size());
-    for (const KernelEvent& e : f.kernels) t.kernel_ns += e.end - e.t;
-    t.memsets += static_cast<int64_t>(f.memsets.size());
-    for (const MemsetEvent& e : f.memsets) t.memset_bytes += e.bytes;
-    t.allocations += static_cast<int64_t>(f.allocs.size());
-    for (const AllocEvent& e : f.allocs) t.alloc_bytes += e.bytes;
-    t.frees += static_cast<int64_t>(f.frees.size());
-    t.unknown_keys += f.unknown_keys;
-    for (const auto& [type, n] : f.unknown_types) t.unknown_types[type] += n;
+    add_to(t.dropped_shim, f.dropped_shim);
+    add_to(t.dropped_cupti, f.dropped_cupti);
+    add_to(t.dropped_other, f.dropped_other);
+    add_to(end_dropped, f.end_dropped);
+    add_to(t.kernels, static_cast<int64_t>(f.kernels.size()));
+    for (const KernelEvent& e : f.kernels) add_to(t.kernel_ns, e.end - e.t);
+    add_to(t.memsets, static_cast<int64_t>(f.memsets.size()));
+    for (const MemsetEvent& e : f.memsets) add_to(t.memset_bytes, e.bytes);
+    add_to(t.allocations, static_cast<int64_t>(f.allocs.size()));
+    for (const AllocEvent& e : f.allocs) add_to(t.alloc_bytes, e.bytes);
+    add_to(t.frees, static_cast<int64_t>(f.frees.size()));
+    add_to(t.unknown_keys, f.unknown_keys);
+    for (const auto& [type, n] : f.unknown_types) add_to(t.unknown_types[type], n);
   }
   // `dropped` lines say where records were lost; the `end` line's total also covers any whose
   // `dropped` line was itself lost.
-  t.dropped_total = std::max(t.dropped_shim + t.dropped_cupti + t.dropped_other, end_dropped);
+  t.dropped_total = std::max(sat_sum(sat_sum(t.dropped_shim, t.dropped_cupti), t.dropped_other), end_dropped);
 }
 
 // Every um record goes to the region that was live at its address at its time: allocs and frees
@@ -115,7 +116,7 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
     row.alloc_t = a.t;
     SiteRow& s = sites[row.site];
     ++s.allocations;
-    s.alloc_bytes += a.bytes;
+    add_to(s.alloc_bytes, a.bytes);
     if (s.frames.empty())
       if (const auto* fr = keys.frames(f, a.site)) s.frames = *fr;
     regions.push_back(std::move(row));
@@ -160,7 +161,7 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
     else r.unattributed.add(e, k);
   }
   replay_until(INT64_MAX);
-  r.regions_total += static_cast<int64_t>(regions.size());
+  add_to(r.regions_total, static_cast<int64_t>(regions.size()));
   for (RegionRow& row : regions) {
     if (row.um.empty()) continue;
     sites[row.site].um.add(row.um);
@@ -176,12 +177,12 @@ void add_copies_to_sites(const TraceSet& set, const TraceFile& f, const SiteKeys
     if (s.frames.empty())
       if (const auto* fr = keys.frames(f, c.site)) s.frames = *fr;
     ++s.copies.count;
-    s.copies.bytes += c.bytes;
-    s.copies.ns += c.dur;
+    add_to(s.copies.bytes, c.bytes);
+    add_to(s.copies.ns, c.dur);
     if (c.host_kind == k.pageable && (c.path == k.driver || c.path == 0)) {
       ++s.copies.pageable_count;
-      s.copies.pageable_bytes += c.bytes;
-      s.copies.pageable_ns += c.dur;
+      add_to(s.copies.pageable_bytes, c.bytes);
+      add_to(s.copies.pageable_ns, c.dur);
     }
   }
 }
@@ -195,11 +196,14 @@ void attribute_kernels(const TraceSet& set, std::vector<KernelRow>& out) {
     for (size_t i = 0; i < f.kernels.size(); ++i) {
       const KernelEvent& e = f.kernels[i];
       auto [it, inserted] = row_of.emplace(e.name, out.size());
-      if (inserted) out.push_back(KernelRow{set.strings.str(e.name), 0, 0, 0, {}});
+      if (inserted) {
+        out.push_back(KernelRow{set.strings.str(e.name), 0, 0, 0, {}, {}});
+        out.back().demangled = demangle(out.back().name);
+      }
       row[i] = it->second;
       KernelRow& kr = out[it->second];
       ++kr.launches;
-      kr.time_ns += e.end - e.t;
+      add_to(kr.time_ns, e.end - e.t);
       spans[e.device].push_back({e.t, e.end, static_cast<uint32_t>(i)});
     }
     std::vector<bool> faulted(f.kernels.size(), false);
@@ -215,7 +219,7 @@ void attribute_kernels(const TraceSet& set, std::vector<KernelRow>& out) {
       });
     }
     for (size_t i = 0; i < f.kernels.size(); ++i) {
-      if (faulted[i]) out[row[i]].fault_time_ns += f.kernels[i].end - f.kernels[i].t;
+      if (faulted[i]) add_to(out[row[i]].fault_time_ns, f.kernels[i].end - f.kernels[i].t);
     }
   }
 }
@@ -232,7 +236,7 @@ void attribute_ranges(const TraceSet& set, bool use_memcpy, std::vector<RangeRow
       if (inserted) out.push_back(RangeRow{set.strings.str(e.domain), set.strings.str(e.name), 0, 0, {}, {}});
       row[i] = it->second;
       ++out[it->second].count;
-      out[it->second].time_ns += e.end - e.t;
+      add_to(out[it->second].time_ns, e.end - e.t);
       spans.push_back({e.t, e.end, static_cast<uint32_t>(i)});
     }
     if (spans.empty()) continue;
@@ -246,8 +250,8 @@ void attribute_ranges(const TraceSet& set, bool use_memcpy, std::vector<RangeRow
         const MemcpyEvent& e = f.memcpys[c];
         CopyTally& t = out[row[range]].copies;
         ++t.count;
-        t.bytes += e.bytes;
-        t.ns += e.end - e.t;
+        add_to(t.bytes, e.bytes);
+        add_to(t.ns, e.end - e.t);
       });
     } else {
       for (size_t i = 0; i < f.copies.size(); ++i) times.push_back({f.copies[i].t, static_cast<uint32_t>(i)});
@@ -255,8 +259,8 @@ void attribute_ranges(const TraceSet& set, bool use_memcpy, std::vector<RangeRow
         const CopyEvent& e = f.copies[c];
         CopyTally& t = out[row[range]].copies;
         ++t.count;
-        t.bytes += e.bytes;
-        t.ns += e.dur;
+        add_to(t.bytes, e.bytes);
+        add_to(t.ns, e.dur);
       });
     }
   }
@@ -268,20 +272,20 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
   const int64_t dur = e.end - e.t;
   const bool on_fault = e.cause == k.coherence || e.cause == k.speculative;
   if (e.counter == k.htod) {
-    htod += e.bytes;
-    migration_ns += dur;
-    if (on_fault) fault_htod += e.bytes, fault_htod_ns += dur;
+    add_to(htod, e.bytes);
+    add_to(migration_ns, dur);
+    if (on_fault) add_to(fault_htod, e.bytes), add_to(fault_htod_ns, dur);
   } else if (e.counter == k.dtoh) {
-    dtoh += e.bytes;
-    migration_ns += dur;
-    if (on_fault) fault_dtoh += e.bytes, fault_dtoh_ns += dur;
+    add_to(dtoh, e.bytes);
+    add_to(migration_ns, dur);
+    if (on_fault) add_to(fault_dtoh, e.bytes), add_to(fault_dtoh_ns, dur);
   } else if (e.counter == k.dtod) {
-    dtod += e.bytes;
-    migration_ns += dur;
+    add_to(dtod, e.bytes);
+    add_to(migration_ns, dur);
   } else if (e.counter == k.gpu_fault) {
-    gpu_faults += fault_count(e);
+    add_to(gpu_faults, fault_count(e));
   } else if (e.counter == k.cpu_fault) {
-    cpu_faults += fault_count(e);
+    add_to(cpu_faults, fault_count(e));
   } else if (e.counter == k.thrashing) {
     ++thrashing;
   } else if (e.counter == k.throttling) {
@@ -292,19 +296,19 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
 }
 
 void UmTally::add(const UmTally& o) {
-  htod += o.htod;
-  dtoh += o.dtoh;
-  dtod += o.dtod;
-  fault_htod += o.fault_htod;
-  fault_dtoh += o.fault_dtoh;
-  fault_htod_ns += o.fault_htod_ns;
-  fault_dtoh_ns += o.fault_dtoh_ns;
-  gpu_faults += o.gpu_faults;
-  cpu_faults += o.cpu_faults;
-  thrashing += o.thrashing;
-  throttling += o.throttling;
-  remote_maps += o.remote_maps;
-  migration_ns += o.migration_ns;
+  add_to(htod, o.htod);
+  add_to(dtoh, o.dtoh);
+  add_to(dtod, o.dtod);
+  add_to(fault_htod, o.fault_htod);
+  add_to(fault_dtoh, o.fault_dtoh);
+  add_to(fault_htod_ns, o.fault_htod_ns);
+  add_to(fault_dtoh_ns, o.fault_dtoh_ns);
+  add_to(gpu_faults, o.gpu_faults);
+  add_to(cpu_faults, o.cpu_faults);
+  add_to(thrashing, o.thrashing);
+  add_to(throttling, o.throttling);
+  add_to(remote_maps, o.remote_maps);
+  add_to(migration_ns, o.migration_ns);
 }
 
 std::string site_label(const std::vector<SiteFrame>& frames) {
@@ -356,13 +360,13 @@ Report analyze(TraceSet& set, const AnalyzeOptions& options) {
     row.key = key;
     r.sites.push_back(std::move(row));
   }
-  auto activity = [](const SiteRow& s) { return s.um.migrated() + s.copies.bytes; };
+  auto activity = [](const SiteRow& s) { return sat_sum(s.um.migrated(), s.copies.bytes); };
   std::stable_sort(r.sites.begin(), r.sites.end(), [&](const SiteRow& a, const SiteRow& b) {
     return std::make_tuple(activity(a), a.alloc_bytes, b.key) > std::make_tuple(activity(b), b.alloc_bytes, a.key);
   });
   std::stable_sort(r.regions.begin(), r.regions.end(), [](const RegionRow& a, const RegionRow& b) {
     auto key = [](const RegionRow& x) {
-      return std::make_tuple(x.um.migrated(), x.um.gpu_faults + x.um.cpu_faults, x.um.thrashing);
+      return std::make_tuple(x.um.migrated(), sat_sum(x.um.gpu_faults, x.um.cpu_faults), x.um.thrashing);
     };
     if (key(a) != key(b)) return key(a) > key(b);
     return std::make_tuple(a.file, a.ptr, a.alloc_t) < std::make_tuple(b.file, b.ptr, b.alloc_t);

@@ -82,16 +82,16 @@ void summarize_copies(const TraceSet& set, Report& r) {
       if (dir == k.htod || dir == k.dtoh) row.peak_gbps = r.link.practical_gbps;
     }
     ++row.count;
-    row.bytes += bytes;
-    row.ns += ns;
+    add_to(row.bytes, bytes);
+    add_to(row.ns, ns);
     ++s.all.count;
-    s.all.bytes += bytes;
-    s.all.ns += ns;
+    add_to(s.all.bytes, bytes);
+    add_to(s.all.ns, ns);
     bool pageable = host_kind == k.pageable && (path == 0 || path == k.driver) && (dir == k.htod || dir == k.dtoh);
     if (pageable) {
       ++s.all.pageable_count;
-      s.all.pageable_bytes += bytes;
-      s.all.pageable_ns += ns;
+      add_to(s.all.pageable_bytes, bytes);
+      add_to(s.all.pageable_ns, ns);
     }
   };
   for (const TraceFile& f : set.files) {
@@ -122,14 +122,14 @@ void summarize_registration(const TraceSet& set, Report& r) {
       const std::string& why = set.strings.str(e.why);
       if (e.unregister) {
         ++s.unregisters;
-        s.unregister_bytes += e.bytes;
-        s.unregister_ns += e.dur;
+        add_to(s.unregister_bytes, e.bytes);
+        add_to(s.unregister_ns, e.dur);
         ++s.unregister_why[why.empty() ? "unknown" : why];
         continue;
       }
       ++s.registers;
-      s.register_bytes += e.bytes;
-      s.register_ns += e.dur;
+      add_to(s.register_bytes, e.bytes);
+      add_to(s.register_ns, e.dur);
       ++s.register_why[why.empty() ? "unknown" : why];
       if (e.result != k.ok && e.result != 0) {
         ++s.failed;
@@ -138,11 +138,11 @@ void summarize_registration(const TraceSet& set, Report& r) {
     }
     if (f.cache.seen) {
       s.cache.seen = true;
-      s.cache.hits += f.cache.hits;
-      s.cache.misses += f.cache.misses;
-      s.cache.evictions += f.cache.evictions;
-      s.cache.invalidations += f.cache.invalidations;
-      s.cache.bytes += f.cache.bytes;
+      add_to(s.cache.hits, f.cache.hits);
+      add_to(s.cache.misses, f.cache.misses);
+      add_to(s.cache.evictions, f.cache.evictions);
+      add_to(s.cache.invalidations, f.cache.invalidations);
+      add_to(s.cache.bytes, f.cache.bytes);
     }
   }
 }
@@ -157,13 +157,13 @@ void summarize_decisions(const TraceSet& set, Report& r) {
       DecisionRow& w = by_what[what];
       w.what = what;
       ++w.count;
-      w.bytes += e.bytes;
+      add_to(w.bytes, e.bytes);
       const std::string& reason = set.strings.str(e.reason);
       DecisionRow& wr = by_reason[{what, reason}];
       wr.what = what;
       wr.reason = reason;
       ++wr.count;
-      wr.bytes += e.bytes;
+      add_to(wr.bytes, e.bytes);
     }
   }
   auto order = [](const DecisionRow& a, const DecisionRow& b) {

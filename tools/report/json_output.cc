@@ -180,6 +180,7 @@ void kernels(JsonWriter& w, const Report& r) {
   for (const KernelRow& k : r.kernels) {
     w.begin_object();
     w.key("name"), w.value(k.name);
+    w.key("demangled"), w.value(k.demangled);
     w.key("launches"), w.value(k.launches);
     w.key("time_ns"), w.value(k.time_ns);
     w.key("fault_time_ns"), w.value(k.fault_time_ns);

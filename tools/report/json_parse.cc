@@ -1,6 +1,7 @@
 #include "report/json_parse.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 namespace gms::report {
@@ -111,7 +112,8 @@ class JsonDoc::Parser {
     }
     auto [ptr, ec] = std::from_chars(first, last, node.number);
     (void)ptr;
-    if (ec != std::errc() && !node.is_int) node.number = 0;  // out of double range: keep parsing
+    // Out of double range: strtod says which way (HUGE_VAL, or 0 for an underflow).
+    if (ec != std::errc() && !node.is_int) node.number = std::strtod(std::string(first, last).c_str(), nullptr);
     if (node.is_int) node.number = static_cast<double>(node.integer);
     return n;
   }

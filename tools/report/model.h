@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "report/saturate.h"
 #include "report/steps.h"
 #include "report/trace.h"
 
@@ -22,7 +23,7 @@ struct UmTally {
   int64_t thrashing = 0, throttling = 0, remote_maps = 0;  // records
   int64_t migration_ns = 0;                      // summed duration of all migration records
 
-  uint64_t migrated() const { return htod + dtoh + dtod; }
+  uint64_t migrated() const { return sat_sum(sat_sum(htod, dtoh), dtod); }
   bool empty() const {
     return migrated() == 0 && gpu_faults == 0 && cpu_faults == 0 && thrashing == 0 && throttling == 0 &&
            remote_maps == 0;
@@ -63,10 +64,11 @@ struct RegionRow {
 };
 
 struct KernelRow {
-  std::string name;
+  std::string name;  // as the trace has it (CUPTI's mangled name)
   int64_t launches = 0, time_ns = 0;
   int64_t fault_time_ns = 0;  // time of the launches during which pages migrated on GPU faults
   UmTally um;
+  std::string demangled;  // demangle(name): what people read
 };
 
 struct RangeRow {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "report/demangle.h"
 #include "report/model.h"
 #include "report/units.h"
 
@@ -65,15 +66,15 @@ void fault_migrations(const TraceSet& set, const Report& r, std::vector<Offender
     if (k.um.fault_htod == 0) continue;
     Offender o;
     o.kind = "fault_migration";
-    o.subject = k.name;
+    o.subject = k.demangled;
     o.bytes = k.um.fault_htod;
     o.count = k.um.gpu_faults;
     // The kernels' own time: a fault-driven kernel runs at the speed of its migrations.
     o.gbps = rate(k.um.fault_htod, k.fault_time_ns);
     o.better_gbps = prefetch;
     o.lost_ns = saved(k.um.fault_htod, k.fault_time_ns, prefetch);
-    o.hint = human_bytes(k.um.fault_htod) + " migrated on GPU page faults in kernel " + ellipsize(k.name, 60) + " (" +
-             human_gbps(o.gbps) + "): prefetch before it (GPUMEMSHIM_POLICY=spill does) would move it at " +
+    o.hint = human_bytes(k.um.fault_htod) + " migrated on GPU page faults in kernel " + short_name(k.demangled, 60) +
+             " (" + human_gbps(o.gbps) + "): prefetch before it (GPUMEMSHIM_POLICY=spill does) would move it at " +
              about(prefetch);
     out.push_back(std::move(o));
   }
@@ -104,8 +105,8 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
       o.kind = "thrashing";
       o.subject = region_name(set, g);
       o.count = g.um.thrashing;
-      const uint64_t on_faults = g.um.fault_htod + g.um.fault_dtoh;
-      const int64_t fault_ns = g.um.fault_htod_ns + g.um.fault_dtoh_ns;
+      const uint64_t on_faults = sat_sum(g.um.fault_htod, g.um.fault_dtoh);
+      const int64_t fault_ns = sat_sum(g.um.fault_htod_ns, g.um.fault_dtoh_ns);
       o.bytes = on_faults;
       o.gbps = rate(on_faults, fault_ns);
       // Pages that ping-pong are better read in place over the link than moved back and forth:
@@ -138,7 +139,7 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
 
 void registration_cost(const Report& r, std::vector<Offender>& out) {
   const RegistrationSummary& s = r.registration;
-  int64_t ns = s.register_ns + s.unregister_ns;
+  int64_t ns = sat_sum(s.register_ns, s.unregister_ns);
   if (s.registers == 0 || ns == 0) return;
   Offender o;
   o.kind = "registration";
@@ -149,7 +150,7 @@ void registration_cost(const Report& r, std::vector<Offender>& out) {
   o.hint = "registering host memory took " + human_duration(ns) + " over " +
            counted(s.registers, "registration", "registrations") + " and " +
            counted(s.unregisters, "unregistration", "unregistrations") + " of " + human_bytes(s.register_bytes);
-  if (s.cache.seen && s.cache.hits + s.cache.misses > 0) {
+  if (s.cache.seen && sat_sum(s.cache.hits, s.cache.misses) > 0) {
     o.hint += " (cache hit rate " +
               percent(static_cast<double>(s.cache.hits) / static_cast<double>(s.cache.hits + s.cache.misses)) + ")";
   }

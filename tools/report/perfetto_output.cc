@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "report/demangle.h"
 #include "report/json_write.h"
 #include "report/render.h"
 #include "report/units.h"
@@ -215,7 +216,9 @@ class PerfettoWriter {
     }
     for (const KernelEvent& e : f.kernels) {
       std::string t = device_name(e.device) + " stream " + std::to_string(e.stream);
-      begin_event("X", str(e.name), "kernel", lane_track(t, e.t, e.end), e.t);
+      std::string name = str(e.name);
+      std::string readable = demangle(name);
+      begin_event("X", short_name(readable, 120), "kernel", lane_track(t, e.t, e.end), e.t);
       duration(e.end - e.t);
       w_.key("args");
       w_.begin_object();
@@ -228,6 +231,7 @@ class PerfettoWriter {
       for (int32_t b : e.block) w_.value(static_cast<int64_t>(b));
       w_.end_array();
       w_.key("correlation"), w_.value(e.correlation);
+      if (readable != name) w_.key("mangled"), w_.value(name);
       w_.end_object();
       w_.end_object();
     }

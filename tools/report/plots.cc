@@ -281,7 +281,7 @@ Plot fault_plot(const TraceSet& set, const Report& r) {
   XYChart c;
   for (const RegionRow& g : r.regions) {
     if (bands.size() == kMaxBands) break;
-    if (g.um.gpu_faults + g.um.cpu_faults == 0 && g.um.migrated() == 0) continue;
+    if (sat_sum(g.um.gpu_faults, g.um.cpu_faults) == 0 && g.um.migrated() == 0) continue;
     bands.push_back({g.file, g.ptr, std::max<uint64_t>(g.bytes, 1), g.alloc_t, g.free_t < 0 ? INT64_MAX : g.free_t});
     std::string label = hex_address(g.ptr) + " " + ellipsize(g.site, 20) + " (" + human_bytes(g.bytes) + ")";
     if (set.files.size() > 1) label = set.files[g.file].who() + " " + label;

@@ -1,14 +1,20 @@
-// `gpumemshim report TRACE... [--json] [--perfetto OUT.json] [--html OUT.html] [--top N]`
+// `gpumemshim report TRACE... [--json] [--perfetto OUT.json] [--html OUT.html] [--top N] [--force]`
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.h"
 #include "core/options.h"
+#include "core/out_file.h"
 #include "report/align.h"
 #include "report/model.h"
 #include "report/steps.h"
@@ -25,22 +31,24 @@ constexpr size_t kHtmlRows = 50;
 
 void print_report_help() {
   std::printf(
-      "Usage: gpumemshim report TRACE... [--json] [--perfetto OUT.json] [--html OUT.html] [--top N]\n\n"
+      "Usage: gpumemshim report TRACE... [--json] [--perfetto OUT.json] [--html OUT.html] [--top N] [--force]\n\n"
       "Reads the traces the shim wrote (GPUMEMSHIM_TRACE=path; format: shim/trace/FORMAT.md) and reports\n"
       "where memory moved and why: totals, per allocation site (or per API), per region, per kernel, per\n"
       "NVTX range, explicit copies against the link's peak, host registration, the shim's placement\n"
       "decisions, and the top offenders with a hint each. Several files (the ranks of one job) merge into\n"
-      "one view, aligned in time by their headers.\n\n"
+      "one view, aligned in time by their headers; '-' reads standard input, and a file given twice is\n"
+      "read once.\n\n"
       "  --json             print the report as one JSON document instead of text (keys: tools/report/README.md)\n"
       "  --perfetto FILE    also write a timeline for ui.perfetto.dev or chrome://tracing\n"
       "  --html FILE        also write one self-contained HTML page with plots and the tables\n"
+      "  --force            write an output even over an existing trace (refused otherwise)\n"
       "  --top N            how many offenders to list (default 5)\n"
       "  --timeline FILE    also write the first trace's repeating step as a step timeline (policy/timeline.h)\n"
       "  --budget SIZE      the device budget the repeating step's floor and schedule are for (default: the\n"
       "                     trace's own; e.g. 8G, to ask what a run without a budget would cost under one)\n"
       "  -h, --help         this help\n\n"
-      "Exit status: 0 on success, 2 for bad arguments or a trace that cannot be read (the message names\n"
-      "the file and line), 1 when an output file cannot be written.\n");
+      "Exit status: 0 on success, 2 for bad arguments, an output that would overwrite a trace, or a trace\n"
+      "that cannot be read (the message names the file and line), 1 when an output file cannot be written.\n");
 }
 
 int usage(const std::string& message) {
@@ -48,19 +56,80 @@ int usage(const std::string& message) {
   return kExitUsage;
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const {
-    if (f) std::fclose(f);
-  }
+// The identity of an existing file, to recognise the same file under two names.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
 };
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
 
-// Writes one output file through `write`; says why on failure.
+// Whether an existing file starts like a trace the shim wrote.
+bool looks_like_trace(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char head[256];
+  size_t n = std::fread(head, 1, sizeof(head), f);
+  std::fclose(f);
+  return std::string_view(head, n).find("\"gpumemshim-trace\"") != std::string_view::npos;
+}
+
+// 0, or the exit status for an output that would destroy a trace (an input of this report, or any
+// other trace: the README's `report run-*.jsonl` after `--html` takes the first trace as the page's
+// name) or that cannot be written at all (a symlink, a device...).
+int check_output(const std::string& flag, const std::string& path, const std::vector<FileId>& inputs, bool force,
+                 std::string* message) {
+  std::optional<FileId> id = file_id(path);
+  if (id && !force) {
+    bool input = std::find(inputs.begin(), inputs.end(), *id) != inputs.end();
+    if (input || looks_like_trace(path)) {
+      *message = flag + " " + path + " would overwrite " + (input ? "a trace this report reads" : "a trace") +
+                 ": name another file (or add --force)";
+      return kExitUsage;
+    }
+  }
+  OutFileError e;
+  if (!out_file_check(path.c_str(), &e)) {
+    *message = "cannot write " + path + " (" + e.what + (e.err ? std::string(": ") + std::strerror(e.err) : "") + ")";
+    return kExitCannotWrite;
+  }
+  return 0;
+}
+
+// Writes one output file through `write` (made by core/out_file: never through a symlink, never over
+// a device or another user's file); says why on failure.
 template <class Write>
 bool write_file(const std::string& path, const char* what, Write write) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
-  bool ok = f && write(f.get());
-  if (f && std::fclose(f.release()) != 0) ok = false;
-  if (!ok) std::fprintf(stderr, "gpumemshim report: cannot write the %s to %s: %s\n", what, path.c_str(), std::strerror(errno));
+  OutFile out;
+  OutFileError e;
+  bool ok = out_file_create(path.c_str(), 0666, &out, &e);
+  if (ok) {
+    std::FILE* f = fdopen(out.fd, "wb");
+    if (!f) {
+      e = {"cannot write the file", errno};
+      out_file_discard(&out);
+      ok = false;
+    } else {
+      bool written = write(f) && std::fflush(f) == 0 && !std::ferror(f);
+      int err = errno;
+      if (std::fclose(f) != 0 && written) err = errno, written = false;  // the descriptor is closed too
+      out.fd = -1;
+      if (!written) {
+        e = {"cannot write the file", err};
+        out_file_discard(&out);
+        ok = false;
+      } else {
+        ok = out_file_publish(&out, &e);
+      }
+    }
+  }
+  if (!ok)
+    std::fprintf(stderr, "gpumemshim report: cannot write the %s to %s (%s%s%s)\n", what, path.c_str(), e.what,
+                 e.err ? ": " : "", e.err ? std::strerror(e.err) : "");
   return ok;
 }
 
@@ -68,7 +137,7 @@ bool write_file(const std::string& path, const char* what, Write write) {
 
 int report_command(int argc, char** argv) {
   std::vector<std::string> traces;
-  bool json = false;
+  bool json = false, force = false;
   std::string perfetto_path, html_path, timeline_path;
   int top = 5;
   uint64_t budget = 0;
@@ -86,6 +155,10 @@ int report_command(int argc, char** argv) {
     if (a == "-h" || a == "--help") return print_report_help(), 0;
     if (a == "--json") {
       json = true;
+      continue;
+    }
+    if (a == "--force") {
+      force = true;
       continue;
     }
     // --name VALUE or --name=VALUE
@@ -125,16 +198,48 @@ int report_command(int argc, char** argv) {
   }
   if (traces.empty()) return usage("no trace file given");
 
-  report::TraceSet set;
+  // The same file under two names (or '-' twice) is read once: two copies would count as two processes.
+  std::vector<std::string> unique;
+  std::vector<FileId> ids;
   for (const std::string& path : traces) {
+    std::optional<FileId> id = path == "-" ? std::nullopt : file_id(path);
+    size_t seen = unique.size();
+    for (size_t j = 0; j < unique.size(); ++j) {
+      bool same = path == "-" ? unique[j] == "-" : (id && unique[j] != "-" && ids[j] == *id);
+      if (same) seen = j;
+    }
+    if (seen < unique.size()) {
+      std::fprintf(stderr, "gpumemshim report: note: %s is the same file as %s: read once\n",
+                   report::terminal_safe(path).c_str(), report::terminal_safe(unique[seen]).c_str());
+      continue;
+    }
+    unique.push_back(path);
+    ids.push_back(id.value_or(FileId{}));
+  }
+  std::vector<FileId> input_ids;
+  for (size_t j = 0; j < unique.size(); ++j)
+    if (unique[j] != "-" && file_id(unique[j])) input_ids.push_back(ids[j]);
+  for (const auto& [flag, path] : {std::pair{"--perfetto", perfetto_path}, std::pair{"--html", html_path},
+                                   std::pair{"--timeline", timeline_path}}) {
+    std::string refusal;
+    int status = path.empty() ? 0 : check_output(flag, path, input_ids, force, &refusal);
+    if (status != 0) {
+      std::fprintf(stderr, "gpumemshim report: %s\n", report::terminal_safe(refusal).c_str());
+      return status;
+    }
+  }
+
+  report::TraceSet set;
+  for (const std::string& path : unique) {
     std::string error;
     if (!report::read_trace_file(path, set, &error)) {
-      std::fprintf(stderr, "gpumemshim report: %s\n", error.c_str());
+      std::fprintf(stderr, "gpumemshim report: %s\n", report::terminal_safe(error).c_str());
       return kExitUsage;
     }
   }
   report::align_files(set);
-  for (const std::string& w : set.warnings) std::fprintf(stderr, "gpumemshim report: warning: %s\n", w.c_str());
+  for (const std::string& w : set.warnings)
+    std::fprintf(stderr, "gpumemshim report: warning: %s\n", report::terminal_safe(w).c_str());
 
   report::Report r = report::analyze(set, {top, budget});
   bool ok = true;
@@ -159,7 +264,7 @@ int report_command(int argc, char** argv) {
     ok &= report::write_json(set, r, stdout);
   } else {
     std::string text = report::render_text(report::build_view(set, r, kTextRows));
-    ok &= std::fputs(text.c_str(), stdout) >= 0;
+    ok &= std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
   }
   if (std::fflush(stdout) != 0) ok = false;
   return ok ? 0 : kExitCannotWrite;

@@ -1,3 +1,4 @@
+#include "report/demangle.h"
 #include "report/tables.h"
 
 #include <cstdio>
@@ -137,7 +138,7 @@ Table kernels_table(const Report& r, size_t max_rows) {
             {},
             "no kernel records in the trace (CUPTI off?)"};
   for (const KernelRow& k : r.kernels) {
-    tab.rows.push_back({ellipsize(k.name, 48), count(k.launches), human_duration(k.time_ns),
+    tab.rows.push_back({short_name(k.demangled, 48), count(k.launches), human_duration(k.time_ns),
                         human_duration(k.launches ? k.time_ns / k.launches : 0), count(k.um.gpu_faults),
                         bytes(k.um.migrated()), bytes(k.um.fault_htod),
                         k.um.fault_htod ? human_rate(k.um.fault_htod, k.fault_time_ns) : "-", count(k.um.thrashing)});

@@ -1,12 +1,47 @@
 // The terminal report.
 #include <algorithm>
+#include <string_view>
 
 #include "report/render.h"
 
 namespace gms::report {
+
+std::string terminal_safe(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      // U+0080..U+009F: C1 controls, which some terminals take as the start of an escape sequence.
+      auto c1 = static_cast<unsigned char>(s[++i]);
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 namespace {
 
-void append_table(std::string& out, const Table& t) {
+void append_table(std::string& out, const Table& raw) {
+  // Names come from the trace: whatever bytes they hold reach the terminal escaped, and widths
+  // are measured on what is printed.
+  Table t = raw;
+  t.title = terminal_safe(t.title);
+  for (std::string& h : t.headers) h = terminal_safe(h);
+  for (auto& row : t.rows)
+    for (std::string& cell : row) cell = terminal_safe(cell);
+  for (std::string& n : t.notes) n = terminal_safe(n);
+  t.empty = terminal_safe(t.empty);
   out += "\n" + t.title + "\n";
   if (t.rows.empty()) {
     out += "  " + t.empty + "\n";
@@ -41,15 +76,15 @@ void append_table(std::string& out, const Table& t) {
 
 std::string render_text(const ReportView& v) {
   std::string out;
-  for (const std::string& s : v.summary) out += s + "\n";
+  for (const std::string& s : v.summary) out += terminal_safe(s) + "\n";
   if (!v.warnings.empty()) {
     out += "\nWarnings\n";
-    for (const std::string& w : v.warnings) out += "  " + w + "\n";
+    for (const std::string& w : v.warnings) out += "  " + terminal_safe(w) + "\n";
   }
   for (const Table& t : v.tables) append_table(out, t);
   out += "\nTop offenders (in brackets: the time a fix would save, estimated)\n";
   if (v.offenders.empty()) out += "  none found\n";
-  for (const std::string& o : v.offenders) out += "  " + o + "\n";
+  for (const std::string& o : v.offenders) out += "  " + terminal_safe(o) + "\n";
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,8 +56,16 @@ class LineReader {
       if (required) fail(std::string("a \"") + std::string(type_) + "\" line needs \"" + std::string(key) + "\"");
       return fallback;
     }
-    if (!v.is_int()) fail(quote(key) + " must be an integer in a \"" + std::string(type_) + "\" line");
-    return v.as_int();
+    if (v.is_int()) return v.as_int();
+    if (v.is(JsonType::kNumber)) {
+      // 1e26 and 18446744073709551615 are whole numbers too large, 1.5 is not whole: say which.
+      double d = v.as_double();
+      if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0) return static_cast<int64_t>(d);
+      if (d == std::floor(d) || std::isinf(d))
+        fail(quote(key) + " is out of range in a \"" + std::string(type_) +
+             "\" line (integers in a trace lie between -2^63 and 2^63-1)");
+    }
+    fail(quote(key) + " must be an integer in a \"" + std::string(type_) + "\" line");
   }
 
   uint64_t size(std::string_view key) const {
@@ -96,9 +105,17 @@ class LineReader {
     fail(quote(key) + " must be a site id (integer or string)");
   }
 
-  int64_t time() const { return integer("t", true); }
+  // Times within +-2^61 ns (73 years) of the trace's start, so that spans fit in int64 even after
+  // align.cc shifts them.
+  int64_t time_value(std::string_view key, bool required, int64_t fallback) const {
+    int64_t t = integer(key, required, fallback);
+    if (t > kMaxTime || t < -kMaxTime)
+      fail(quote(key) + " is out of range in a \"" + std::string(type_) + "\" line (a time in ns within +-2^61)");
+    return t;
+  }
+  int64_t time() const { return time_value("t", true, 0); }
   int64_t end_time(int64_t t) const {
-    int64_t e = integer("end", false, t);
+    int64_t e = time_value("end", false, t);
     return e < t ? t : e;  // a record that ends before it starts is taken as instantaneous
   }
   int32_t device() const { return static_cast<int32_t>(integer("device", false, -1)); }
@@ -118,6 +135,7 @@ class LineReader {
   JsonRef obj() const { return obj_; }
 
  private:
+  static constexpr int64_t kMaxTime = int64_t{1} << 61;
   static std::string quote(std::string_view key) { return "\"" + std::string(key) + "\""; }
 
   TraceSet& set_;
@@ -129,11 +147,35 @@ class LineReader {
 
 std::string owned(JsonRef v) { return std::string(v.string_or()); }
 
-// getline(3)'s buffer, grown as needed and kept for every line.
-struct LineBuffer {
-  char* data = nullptr;
-  size_t cap = 0;
-  ~LineBuffer() { std::free(data); }
+// Lines out of fixed-size blocks, each line at most kMaxTraceLine long: memory is bounded by that,
+// not by the longest line of a hostile or broken file.
+class LineSource {
+ public:
+  explicit LineSource(std::FILE* in) : in_(in) {}
+  enum class Got { line, end, too_long };
+  // The next line, its '\n' included when there was one.
+  Got next(std::string* line) {
+    line->clear();
+    for (;;) {
+      if (pos_ == len_) {
+        len_ = std::fread(block_, 1, sizeof(block_), in_);
+        pos_ = 0;
+        if (len_ == 0) return line->empty() ? Got::end : Got::line;
+      }
+      const char* start = block_ + pos_;
+      const void* nl = std::memchr(start, '\n', len_ - pos_);
+      size_t take = nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) + 1 : len_ - pos_;
+      if (line->size() + take > kMaxTraceLine) return Got::too_long;
+      line->append(start, take);
+      pos_ += take;
+      if (nl) return Got::line;
+    }
+  }
+
+ private:
+  std::FILE* in_;
+  char block_[64 * 1024];
+  size_t pos_ = 0, len_ = 0;
 };
 
 void read_header(LineReader& r, TraceFile& f) {
@@ -372,26 +414,35 @@ bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::s
 }  // namespace
 
 bool read_trace_file(const std::string& path, TraceSet& set, std::string* error) {
+  if (path == "-") return read_trace_stream(stdin, "(standard input)", set, error);
   std::unique_ptr<std::FILE, FileCloser> in(std::fopen(path.c_str(), "rb"));
   if (!in) {
     *error = path + ": cannot open: " + std::strerror(errno);
     return false;
   }
+  return read_trace_stream(in.get(), path, set, error);
+}
+
+bool read_trace_stream(std::FILE* in, const std::string& path, TraceSet& set, std::string* error) {
   set.files.emplace_back();
   TraceFile& f = set.files.back();
   f.path = path;
   LineReader reader(set, f);
   JsonDoc doc;
   JsonError json_error;
-  LineBuffer buffer;
+  LineSource source(in);
+  std::string buffer;
   int64_t line_no = 0;
   bool have_header = false;
   try {
     for (;;) {
-      ssize_t got = getline(&buffer.data, &buffer.cap, in.get());
-      if (got < 0) break;
+      LineSource::Got got = source.next(&buffer);
+      if (got == LineSource::Got::end) break;
       ++line_no;
-      std::string_view line(buffer.data, static_cast<size_t>(got));
+      if (got == LineSource::Got::too_long)
+        throw LineError{path + ":" + std::to_string(line_no) + ": a line longer than " +
+                        std::to_string(kMaxTraceLine >> 20) + " MiB: not a gpumemshim trace line"};
+      std::string_view line(buffer);
       bool complete = !line.empty() && line.back() == '\n';
       strip_line_end(&line);
       if (!have_header) {
@@ -439,7 +490,7 @@ bool read_trace_file(const std::string& path, TraceSet& set, std::string* error)
     *error = e.message;
     return false;
   }
-  if (std::ferror(in.get())) {
+  if (std::ferror(in)) {
     *error = path + ": read error: " + std::strerror(errno);
     return false;
   }

@@ -18,6 +18,11 @@ MiB = 1 << 20
 MS = 1_000_000
 US = 1_000
 
+# Kernel names as CUPTI records them: mangled C++ (the report demangles them).
+VECTOR_ADD = "_Z10vector_addPKfS0_Pfm"  # vector_add(float const*, float const*, float*, unsigned long)
+FILL_KERNEL = ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEv"
+               "iT0_T1_")  # void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, ...>
+
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "total_bytes": 85029158912,
         "budget_bytes": 85029158912, "pcie_gen": 5, "pcie_width": 16}
 
@@ -102,7 +107,7 @@ def um_faults():
            placement="passthrough", site=2)
     # The kernel reads a and b and writes c: 3 GiB on GPU faults at about 6 GB/s (measured: 5.95).
     k0, k1 = 400 * MS, 400 * MS + 541 * MS
-    tr.add("kernel", t=k0, end=k1, name="vector_add(float const*, float const*, float*, unsigned long)", device=0,
+    tr.add("kernel", t=k0, end=k1, name=VECTOR_ADD, device=0,
            stream=7, correlation=101, grid=[262144, 1, 1], block=[1024, 1, 1])
     third = (k1 - k0) // 3
     migrate(tr, rng, k0 + 20 * US, k0 + third, a, GiB, "htod", "coherence")
@@ -141,7 +146,7 @@ def um_prefetched():
                 chunk=256 * MiB, faults_first=False)
         tr.add("budget", t=t + (i + 1) * pf, device=0, limit=80 * 10**9, used=0, resident=(i + 1) * GiB)
     k0 = t + 3 * pf + 100 * US
-    tr.add("kernel", t=k0, end=k0 + 2900 * US, name="vector_add(float const*, float const*, float*, unsigned long)",
+    tr.add("kernel", t=k0, end=k0 + 2900 * US, name=VECTOR_ADD,
            device=0, stream=7, correlation=101, grid=[262144, 1, 1], block=[1024, 1, 1])
     migrate(tr, rng, 500 * MS, 500 * MS + 700 * MS, c, GiB, "dtoh", "coherence", chunk=256 * MiB)
     tr.add("budget", t=1200 * MS, device=0, limit=80 * 10**9, used=0, resident=2 * GiB)
@@ -215,7 +220,7 @@ def copies():
            why="auto")
     tr.add("cache", t=t + 7 * MS, hits=49, misses=2, evictions=0, invalidations=1, bytes=64 * MiB)
     tr.add("unregister", t=t + 8 * MS, ptr=addr(0x7f8000000000), bytes=64 * MiB, dur_ns=1400 * US, why="free")
-    tr.add("kernel", t=t + 9 * MS, end=t + 9 * MS + 180 * US, name="at::native::vectorized_elementwise_kernel<4>",
+    tr.add("kernel", t=t + 9 * MS, end=t + 9 * MS + 180 * US, name=FILL_KERNEL,
            device=0, stream=13, correlation=corr + 1, grid=[39063, 1, 1], block=[128, 1, 1])
     tr.add("memset", t=t + 10 * MS, end=t + 10 * MS + 20 * US, bytes=40 * 10**6, device=0, stream=13)
     tr.add("free", t=t + 12 * MS, ptr=addr(dev), bytes=size, api="cuMemFree_v2")
