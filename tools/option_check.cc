@@ -46,17 +46,21 @@ const OptionInfo* option_for_flag(const std::string& flag_name) {
   return nullptr;
 }
 
-bool value_is_valid(const std::string& variable, const std::string& value) {
-  // Dispatch on the table itself: each option is parsed into its own type by the shim's overload of
-  // parse_value, so a new option in options.def is checked here without touching this file.
-#define GMS_OPTION(field, NAME, Type, def, accepted, doc) \
-  if (variable == "GPUMEMSHIM_" NAME) {                   \
-    Type parsed{};                                        \
-    return parse_value(value.c_str(), &parsed);           \
-  }
-#include "core/options.def"
-#undef GMS_OPTION
-  return false;
+bool value_is_valid(const std::string& variable, const std::string& value, std::string* why) {
+  // The shim's own check, range included (core/options.cc): a new option in options.def is checked
+  // here without touching this file.
+  const char* reason = nullptr;
+  bool ok = check_option_value(variable.c_str(), value.c_str(), &reason);
+  if (why) *why = reason ? reason : "";
+  return ok;
+}
+
+std::string invalid_value_line(const std::string& variable, const std::string& value) {
+  std::string why;
+  value_is_valid(variable, value, &why);
+  const OptionInfo* info = find_option(variable);
+  return variable + "='" + value + "' is not valid (" + (why.empty() ? "" : why + "; ") +
+         "accepted: " + (info ? info->accepted : "?") + ")";
 }
 
 std::vector<EnvProblem> check_environment(char* const* env) {
@@ -65,6 +69,7 @@ std::vector<EnvProblem> check_environment(char* const* env) {
     if (std::strncmp(*e, kPrefix, sizeof(kPrefix) - 1) != 0) continue;
     const char* eq = std::strchr(*e, '=');
     if (!eq) continue;
+    if (std::string(*e, static_cast<size_t>(eq - *e)) == kReportedVariable) continue;  // the shim's own mark
     std::string name(*e, static_cast<size_t>(eq - *e));
     std::string value(eq + 1);
     const OptionInfo* info = find_option(name);
@@ -73,7 +78,7 @@ std::vector<EnvProblem> check_environment(char* const* env) {
       problems.push_back({false, "unknown variable " + name +
                                      " is ignored by the shim ('gpumemshim options' lists the known ones)"});
     } else if (!value_is_valid(name, value)) {
-      problems.push_back({true, name + "='" + value + "' is not valid (accepted: " + info->accepted + ")"});
+      problems.push_back({true, invalid_value_line(name, value)});
     }
   }
   return problems;

@@ -11,8 +11,11 @@ namespace gms::tools {
 // The table entry for a full variable name ("GPUMEMSHIM_POLICY"), or nullptr if it is not an option.
 const OptionInfo* find_option(const std::string& variable);
 
-// True if `value` is accepted by the shim's parser for `variable` (which must be a known option).
-bool value_is_valid(const std::string& variable, const std::string& value);
+// True if `value` is accepted by the shim's parser for `variable` (which must be a known option),
+// range included; when it is not, *why says what was wrong beyond the accepted forms (or is empty).
+bool value_is_valid(const std::string& variable, const std::string& value, std::string* why = nullptr);
+// "NAME='VALUE' is not valid (why; accepted: ...)": the one line for a refused value.
+std::string invalid_value_line(const std::string& variable, const std::string& value);
 
 // Every option has a flag of its own, derived from its name: GPUMEMSHIM_DEVICE_LIMIT is
 // --device-limit. A new line in options.def is a new flag of `gpumemshim run`, with nothing to add.

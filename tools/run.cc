@@ -34,11 +34,13 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-// A bad value: one line naming the option, the value and the accepted forms.
+// A bad value: one line naming the option, the value, what was wrong and the accepted forms.
 int invalid_value(const std::string& what, const std::string& value, const std::string& variable) {
   const OptionInfo* info = find_option(variable);
-  std::fprintf(stderr, "gpumemshim run: %s '%s' is not valid (%s accepts: %s)\n", what.c_str(), value.c_str(),
-               variable.c_str(), info ? info->accepted : "?");
+  std::string why;
+  value_is_valid(variable, value, &why);
+  std::fprintf(stderr, "gpumemshim run: %s '%s' is not valid (%s%s%s accepts: %s)\n", what.c_str(), value.c_str(),
+               why.c_str(), why.empty() ? "" : "; ", variable.c_str(), info ? info->accepted : "?");
   return kExitUsage;
 }
 

@@ -43,23 +43,72 @@ const char* parse_decimal(const char* s, double* out) {
   return s;
 }
 
-void report_line(OptionReport report, void* ctx, const char* name, const char* value,
+// Text from the environment, with control characters shown as '?': a report stays one line.
+Line& safe(Line& l, const char* s, size_t n) {
+  for (size_t i = 0; i < n && s[i]; ++i) l.chr(static_cast<unsigned char>(s[i]) < 0x20 || s[i] == 0x7f ? '?' : s[i]);
+  return l;
+}
+
+void report_line(OptionReport report, void* ctx, const char* name, const char* value, const char* why,
                  const char* accepted, const char* consequence) {
   Line l;
-  l.str(name).str("='").str(value).str("' is not valid (expected ").str(accepted).str("); ").str(consequence);
+  l.str(name).str("='");
+  safe(l, value, std::strlen(value)).str("' is not valid (");
+  if (why) l.str(why).str("; ");
+  l.str("expected ").str(accepted).str("); ").str(consequence);
   report(l.data(), ctx);
+}
+
+// Parsers that can say what was wrong beyond the accepted forms; the public parse_value overloads
+// are these without the reason.
+bool size_why(const char* t, uint64_t* out, const char** why);
+bool size_or_percent_why(const char* t, SizeOrPercent* out, const char** why);
+bool device_limits_why(const char* t, DeviceLimits* out, const char** why);
+
+template <typename T>
+bool parse_why(const char* t, T* out, const char**) {
+  return parse_value(t, out);
+}
+bool parse_why(const char* t, Size* out, const char** why) { return size_why(t, &out->bytes, why); }
+bool parse_why(const char* t, SizeOrPercent* out, const char** why) { return size_or_percent_why(t, out, why); }
+bool parse_why(const char* t, DeviceLimits* out, const char** why) { return device_limits_why(t, out, why); }
+bool parse_why(const char* t, ChunkSize* out, const char** why) {
+  if (!size_why(t, &out->bytes, why)) return false;
+  uint64_t b = out->bytes;
+  if (b >= (2u << 20) && b <= (64u << 20) && (b & (b - 1)) == 0) return true;
+  *why = "not a power of two from 2M to 64M";
+  return false;
+}
+bool parse_why(const char* t, HostThreshold* out, const char** why) {
+  if (!size_why(t, &out->bytes, why)) return false;
+  if (out->bytes >= (64u << 10)) return true;
+  *why = "below 64K";
+  return false;
 }
 
 template <typename T>
 bool parse_one(const char* name, const char* value, const char* accepted, T* field, OptionReport report,
                void* ctx) {
   T parsed{};
-  if (parse_value(value, &parsed)) {
+  const char* why = nullptr;
+  if (parse_why(value, &parsed, &why)) {
     *field = parsed;
     return true;
   }
-  report_line(report, ctx, name, value, accepted, "the shim runs as pass-through");
+  report_line(report, ctx, name, value, why, accepted, "the shim runs as pass-through");
   return false;
+}
+
+// FNV-1a of one environment entry.
+uint64_t entry_hash(const char* s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  return h;
+}
+
+bool is_reported_mark(const char* kv) {
+  size_t n = sizeof(kReportedVariable) - 1;
+  return std::strncmp(kv, kReportedVariable, n) == 0 && kv[n] == '=';
 }
 
 }  // namespace
@@ -76,6 +125,13 @@ bool parse_bool(const char* t, bool* out) {
 }
 
 bool parse_size(const char* t, uint64_t* out) {
+  const char* why = nullptr;
+  return size_why(t, out, &why);
+}
+
+namespace {
+
+bool size_why(const char* t, uint64_t* out, const char** why) {
   double v = 0;
   const char* s = parse_decimal(t, &v);
   if (!s) return false;
@@ -96,15 +152,16 @@ bool parse_size(const char* t, uint64_t* out) {
   }
   if (*s != '\0') return false;
   double bytes = v * mult;
-  if (bytes >= 18446744073709551615.0) return false;
+  if (bytes >= 18446744073709551615.0) {
+    *why = "too large";
+    return false;
+  }
   if (mult == 1 && v != static_cast<double>(static_cast<uint64_t>(v))) return false;  // "1.5" bytes
   *out = static_cast<uint64_t>(bytes);
   return true;
 }
 
-bool parse_value(const char* t, Size* out) { return parse_size(t, &out->bytes); }
-
-bool parse_value(const char* t, SizeOrPercent* out) {
+bool size_or_percent_why(const char* t, SizeOrPercent* out, const char** why) {
   if (ieq(t, "off")) return *out = SizeOrPercent{}, true;
   size_t n = std::strlen(t);
   if (n > 1 && t[n - 1] == '%') {
@@ -114,14 +171,74 @@ bool parse_value(const char* t, SizeOrPercent* out) {
     tmp[n - 1] = '\0';
     double v = 0;
     const char* end = parse_decimal(tmp, &v);
-    if (!end || *end != '\0' || v <= 0 || v > 100) return false;
+    if (!end || *end != '\0') return false;
+    if (v <= 0 || v > 100) {
+      *why = v > 100 ? "a percentage above 100" : "a percentage of 0";
+      return false;
+    }
     out->is_percent = true;
     out->percent = v;
     out->bytes = 0;
     return true;
   }
   out->is_percent = false;
-  return parse_size(t, &out->bytes);
+  return size_why(t, &out->bytes, why);
+}
+
+bool device_limits_why(const char* t, DeviceLimits* out, const char** why) {
+  *out = DeviceLimits{};
+  if (*t == '\0') return true;  // empty: no limit
+  char item[64];
+  for (const char* p = t;;) {
+    const char* end = std::strchr(p, ',');
+    size_t n = end ? static_cast<size_t>(end - p) : std::strlen(p);
+    if (n == 0 || n >= sizeof(item)) return false;
+    std::memcpy(item, p, n);
+    item[n] = '\0';
+    const char* colon = std::strchr(item, ':');
+    if (colon) {
+      double dev = 0;
+      const char* after = parse_decimal(item, &dev);
+      if (after != colon || dev != static_cast<int>(dev)) return false;
+      if (dev >= DeviceLimits::kMaxDevices) {
+        *why = "a device number above 63";
+        return false;
+      }
+      int d = static_cast<int>(dev);
+      if (out->has[d]) {
+        *why = "a device given twice";
+        return false;
+      }
+      if (!size_or_percent_why(colon + 1, &out->per_device[d], why)) return false;
+      out->has[d] = true;
+    } else {
+      if (out->has_all) {
+        *why = "two limits for every device";
+        return false;
+      }
+      if (!size_or_percent_why(item, &out->all, why)) return false;
+      out->has_all = true;
+    }
+    out->any = true;
+    if (!end) return true;
+    p = end + 1;
+  }
+}
+
+}  // namespace
+
+bool parse_value(const char* t, Size* out) { return parse_size(t, &out->bytes); }
+bool parse_value(const char* t, ChunkSize* out) {
+  const char* why = nullptr;
+  return parse_why(t, out, &why);
+}
+bool parse_value(const char* t, HostThreshold* out) {
+  const char* why = nullptr;
+  return parse_why(t, out, &why);
+}
+bool parse_value(const char* t, SizeOrPercent* out) {
+  const char* why = nullptr;
+  return size_or_percent_why(t, out, &why);
 }
 
 bool parse_value(const char* t, Policy* out) {
@@ -161,31 +278,8 @@ bool parse_value(const char* t, RegisterMode* out) {
 bool parse_value(const char* t, Bool* out) { return parse_bool(t, &out->value); }
 
 bool parse_value(const char* t, DeviceLimits* out) {
-  *out = DeviceLimits{};
-  if (*t == '\0') return true;  // empty: no limit
-  char item[64];
-  for (const char* p = t;;) {
-    const char* end = std::strchr(p, ',');
-    size_t n = end ? static_cast<size_t>(end - p) : std::strlen(p);
-    if (n == 0 || n >= sizeof(item)) return false;
-    std::memcpy(item, p, n);
-    item[n] = '\0';
-    const char* colon = std::strchr(item, ':');
-    if (colon) {
-      double dev = 0;
-      const char* after = parse_decimal(item, &dev);
-      if (after != colon || dev != static_cast<int>(dev) || dev >= DeviceLimits::kMaxDevices) return false;
-      int d = static_cast<int>(dev);
-      if (out->has[d] || !parse_value(colon + 1, &out->per_device[d])) return false;
-      out->has[d] = true;
-    } else {
-      if (out->has_all || !parse_value(item, &out->all)) return false;
-      out->has_all = true;
-    }
-    out->any = true;
-    if (!end) return true;
-    p = end + 1;
-  }
+  const char* why = nullptr;
+  return device_limits_why(t, out, &why);
 }
 
 bool parse_value(const char* t, LogLevel* out) {
@@ -246,7 +340,7 @@ int parse_options(char* const* env, Options* out, OptionReport report, void* ctx
     const char* kv = *e;
     if (std::strncmp(kv, kPrefix, kPrefixLen) != 0) continue;
     const char* eq = std::strchr(kv, '=');
-    if (!eq) continue;
+    if (!eq || is_reported_mark(kv)) continue;
     const char* name = kv + kPrefixLen;
     size_t name_len = static_cast<size_t>(eq - name);
     const char* value = eq + 1;
@@ -260,11 +354,43 @@ int parse_options(char* const* env, Options* out, OptionReport report, void* ctx
 #undef GMS_OPTION
     if (!known) {
       Line l;
-      l.str("unknown variable ").str(kv, static_cast<size_t>(eq - kv)).str(" ignored (gpumemshim options lists the known ones)");
+      safe(l.str("unknown variable "), kv, static_cast<size_t>(eq - kv))
+          .str(" ignored (gpumemshim options lists the known ones)");
       report(l.data(), ctx);
     }
   }
   return invalid;
+}
+
+bool check_option_value(const char* variable, const char* value, const char** why) {
+  *why = nullptr;
+#define GMS_OPTION(field, NAME, Type, def, accepted, doc) \
+  if (std::strcmp(variable, "GPUMEMSHIM_" NAME) == 0) {   \
+    Type parsed{};                                        \
+    return parse_why(value, &parsed, why);                \
+  }
+#include "options.def"
+#undef GMS_OPTION
+  return false;
+}
+
+uint64_t settings_fingerprint(char* const* env) {
+  uint64_t sum = 0;  // a sum: the order of the environment does not matter (shells reorder it)
+  for (char* const* e = env; e && *e; ++e) {
+    if (std::strncmp(*e, kPrefix, kPrefixLen) == 0 && !is_reported_mark(*e)) sum += entry_hash(*e);
+  }
+  return sum;
+}
+
+bool settings_reported(char* const* env) {
+  for (char* const* e = env; e && *e; ++e) {
+    if (!is_reported_mark(*e)) continue;
+    const char* v = *e + sizeof(kReportedVariable);
+    uint64_t mark = 0;
+    for (; (*v >= '0' && *v <= '9') || (*v >= 'a' && *v <= 'f'); ++v) mark = mark * 16 + (*v <= '9' ? *v - '0' : *v - 'a' + 10);
+    return *v == '\0' && mark == settings_fingerprint(env);
+  }
+  return false;
 }
 
 bool expand_path_pattern(const char* pattern, long pid, char* out, size_t out_size) {

@@ -19,6 +19,9 @@ struct Bool {
 struct Size {
   uint64_t bytes = 0;
 };
+// Sizes with a range of their own, checked where they are parsed (the shim and `run` alike).
+struct ChunkSize : Size {};      // a power of two from 2M to 64M (slabs are aligned to it)
+struct HostThreshold : Size {};  // at least 64K: below it nearly every block is tracked
 struct SizeOrPercent {
   uint64_t bytes = 0;
   double percent = 0;  // used when is_percent
@@ -81,6 +84,8 @@ bool parse_value(const char* text, StatsTarget* out);
 bool parse_value(const char* text, TracePath* out);
 bool parse_value(const char* text, LogLevel* out);
 bool parse_value(const char* text, Size* out);
+bool parse_value(const char* text, ChunkSize* out);
+bool parse_value(const char* text, HostThreshold* out);
 bool parse_value(const char* text, SizeOrPercent* out);
 bool parse_bool(const char* text, bool* out);
 bool parse_size(const char* text, uint64_t* out);
@@ -92,6 +97,19 @@ bool parse_size(const char* text, uint64_t* out);
 // Allocates nothing.
 using OptionReport = void (*)(const char* line, void* ctx);
 int parse_options(char* const* env, Options* out, OptionReport report, void* ctx);
+
+// Whether `value` is valid for the option named `variable` (GPUMEMSHIM_...); when it is not, *why
+// says what was wrong beyond the accepted forms ("a percentage above 100", "a device given twice"),
+// or is nullptr. False for unknown names.
+bool check_option_value(const char* variable, const char* value, const char** why);
+
+// Invalid values are reported once per process tree: the first process that reports them sets
+// kReportedVariable to the fingerprint of its GPUMEMSHIM_* settings, and children that inherit the
+// same settings stay quiet (they still run as pass-through).
+inline constexpr const char kReportedVariable[] = "GPUMEMSHIM_REPORTED";
+uint64_t settings_fingerprint(char* const* env);
+// True when `env` marks exactly these settings as reported already.
+bool settings_reported(char* const* env);
 
 // Same, into defaults only: what an empty environment gives.
 Options default_options();

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "guard.h"
@@ -49,10 +50,28 @@ std::atomic<bool> g_passthrough{false};
 std::atomic<bool> g_exiting{false};
 std::atomic<bool> g_initialised{false};
 
-void report_option(const char* line, void*) {
+void report_option(const char* line, void* reported) {
+  ++*static_cast<int*>(reported);
   Line l;
   l.str(line);
   log(LogLevel::warn, l);
+}
+void quiet_option(const char*, void*) {}
+
+// Marks the environment (options.h, kReportedVariable) so that child processes inheriting these
+// settings do not say the same again: one report per process tree, not one per process.
+void mark_reported() {
+  char hex[17];
+  uint64_t f = settings_fingerprint(environ);
+  int n = 0;
+  do {
+    hex[n++] = "0123456789abcdef"[f & 15];
+    f >>= 4;
+  } while (f != 0);
+  char value[17];
+  for (int i = 0; i < n; ++i) value[i] = hex[n - 1 - i];
+  value[n] = '\0';
+  setenv(kReportedVariable, value, 1);
 }
 
 void fork_prepare() {
@@ -106,7 +125,10 @@ bool exiting() { return g_exiting.load(std::memory_order_relaxed); }
 void runtime_init() {
   ShimScope scope;
   Options parsed;
-  int invalid = parse_options(environ, &parsed, report_option, nullptr);
+  int reported = 0;
+  bool said_before = settings_reported(environ);
+  int invalid = parse_options(environ, &parsed, said_before ? quiet_option : report_option, &reported);
+  if (reported && log_enabled(LogLevel::warn)) mark_reported();
   options_() = parsed;
   set_log_level(parsed.log);
   g_host_threshold.store(parsed.host_threshold.bytes, std::memory_order_relaxed);

@@ -119,5 +119,65 @@ class PreloadOutputFiles(PreloadCase):
             self.assertIn('"gpumemshim-stats"', f.read())
 
 
+class PreloadOptionsOnce(PreloadCase):
+    """Settings that cannot hurt: ranges checked where they are parsed, the reason said, and a bad
+    value reported once per process tree (the first report marks the environment)."""
+
+    def shell(self, script, **settings):
+        env = self.base_env()
+        env["LD_PRELOAD"] = self.preload_list()
+        env.update(settings)
+        proc = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stderr
+
+    def test_said_once_per_process_tree(self):
+        # Seven processes with the same settings: one line. A child with other settings says its own.
+        err = self.shell("for i in 1 2 3; do /bin/true; done; sh -c /bin/true; "
+                         "GPUMEMSHIM_POLICY=bogus /bin/true; env | grep -c GPUMEMSHIM_REPORTED",
+                         GPUMEMSHIM_HOST_THRESHOLD="0")
+        threshold = [l for l in err.splitlines() if "GPUMEMSHIM_HOST_THRESHOLD" in l]
+        policy = [l for l in err.splitlines() if "GPUMEMSHIM_POLICY" in l]
+        self.assertEqual(len(threshold), 2, err)  # the first process, and the child with a new setting
+        self.assertEqual(len(policy), 1, err)
+        self.assertTrue(all(l.startswith("gpumemshim: ") for l in threshold + policy), err)
+
+    def test_unknown_name_said_once(self):
+        err = self.shell("/bin/true; /bin/true; sh -c /bin/true", GPUMEMSHIM_NO_SUCH_OPTION="1")
+        self.assertEqual(len([l for l in err.splitlines() if "GPUMEMSHIM_NO_SUCH_OPTION" in l]), 1, err)
+
+    def test_refusals_say_what_was_wrong(self):
+        cases = {
+            "GPUMEMSHIM_DEVICE_LIMIT": ("0:8G,0:4G", "a device given twice"),
+            "GPUMEMSHIM_REGISTER_LIMIT": ("200%", "a percentage above 100"),
+            "GPUMEMSHIM_SWAP_CHUNK": ("3M", "not a power of two from 2M to 64M"),
+            "GPUMEMSHIM_HOST_THRESHOLD": ("0", "below 64K"),
+            "GPUMEMSHIM_MANAGED_LIMIT": ("99999999999T", "too large"),
+        }
+        for name, (value, why) in cases.items():
+            with self.subTest(name=name):
+                lines = [l for l in self.shell("/bin/true", **{name: value}).splitlines() if name in l]
+                self.assertEqual(len(lines), 1, lines)
+                self.assertIn(f"{name}='{value}' is not valid ({why}; expected ", lines[0])
+                self.assertIn("the shim runs as pass-through", lines[0])
+        # A value from the environment cannot break the line.
+        lines = self.shell("/bin/true", GPUMEMSHIM_POLICY="a\nb\x1b").splitlines()
+        self.assertEqual([l for l in lines if "GPUMEMSHIM_POLICY" in l], ["gpumemshim: GPUMEMSHIM_POLICY='a?b?' is not "
+                         "valid (expected off|spill|managed|pinned|swap); the shim runs as pass-through"])
+
+    def test_pool_keeps_small_blocks_out(self):
+        # Blocks under 1 MiB never take a 2 MiB pool granule, whatever HOST_THRESHOLD says: the pool
+        # hands out exactly the same blocks with a 64K threshold as with the default 1M.
+        def pool_decisions(threshold):
+            run = self.run_program("host", env={"GPUMEMSHIM_HOST_POOL": "1G", "GPUMEMSHIM_HOST_THRESHOLD": threshold})
+            d = self.only_stats(run)["decisions"]
+            return {k: d[k] for k in ("pool_new", "pool_reused")}
+        if base.Config.shadowed_malloc():
+            self.skipTest("the sanitizer's allocator serves malloc: the pool is not reached")
+        at_1m = pool_decisions("1M")
+        self.assertGreater(at_1m["pool_new"]["calls"], 0, "the pool served nothing: the test proves nothing")
+        self.assertEqual(pool_decisions("64K"), at_1m)
+
+
 if __name__ == "__main__":
     base.main()

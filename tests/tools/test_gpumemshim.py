@@ -87,6 +87,23 @@ class RunOptionsTest(unittest.TestCase):
     def test_bad_policy_inline_form(self):
         self.assert_refused(gms("run", "--policy=bogus", "--", "true"), "--policy", "bogus")
 
+    def test_ranges_are_checked_and_the_reason_said(self):
+        # The shim's own range checks (core/options.cc), so `run` refuses exactly what the shim would.
+        for args, why in ((["--swap-chunk", "3M"], "not a power of two from 2M to 64M"),
+                          (["--swap-chunk", "128M"], "not a power of two from 2M to 64M"),
+                          (["--device-limit", "0:8G,0:4G"], "a device given twice"),
+                          (["--device-limit", "200%"], "a percentage above 100"),
+                          (["--register-limit=0%"], "a percentage of 0"),
+                          (["--host-threshold", "0"], "below 64K")):
+            with self.subTest(args=args):
+                r = gms("run", *args, "--", "sh", "-c", "echo started")
+                self.assert_refused(r, why)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        r = gms("run", "--", "sh", "-c", "echo started", env=clean_env(GPUMEMSHIM_SWAP_CHUNK="3M"))
+        self.assert_refused(r, "GPUMEMSHIM_SWAP_CHUNK='3M' is not valid (not a power of two from 2M to 64M; accepted:")
+        r = gms("run", "--swap-chunk", "4M", "--host-threshold", "64K", "--", "sh", "-c", "echo started")
+        self.assertEqual((r.returncode, r.stdout), (0, "started\n"), r.stderr)
+
     def test_bad_log_level(self):
         r = gms("run", "--log", "loud", "--", "sh", "-c", "echo started")
         self.assert_refused(r, "--log", "loud", "GPUMEMSHIM_LOG", "quiet|error|warn|info|debug")

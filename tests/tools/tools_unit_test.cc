@@ -1,6 +1,8 @@
 // The pieces of the gpumemshim command that are plain functions.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "option_check.h"
 #include "options_text.h"
 #include "preload.h"
@@ -53,6 +55,53 @@ TEST(OptionCheck, UsesTheShimParsers) {
   EXPECT_TRUE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "4MiB"));
   EXPECT_FALSE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "4Q"));
   EXPECT_FALSE(value_is_valid("GPUMEMSHIM_NOT_AN_OPTION", "1"));
+}
+
+TEST(OptionCheck, RangesAndReasons) {
+  std::string why;
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_SWAP_CHUNK", "2M", &why));
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_SWAP_CHUNK", "64M", &why));
+  EXPECT_EQ(why, "");
+  for (const char* bad : {"3M", "1M", "128M", "0"}) {
+    EXPECT_FALSE(value_is_valid("GPUMEMSHIM_SWAP_CHUNK", bad, &why)) << bad;
+    EXPECT_EQ(why, "not a power of two from 2M to 64M") << bad;
+  }
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_SWAP_CHUNK", "lots", &why));
+  EXPECT_EQ(why, "");  // only the accepted forms apply
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "0", &why));
+  EXPECT_EQ(why, "below 64K");
+  EXPECT_TRUE(value_is_valid("GPUMEMSHIM_HOST_THRESHOLD", "64K"));
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_DEVICE_LIMIT", "0:8G,1:4G,0:2G", &why));
+  EXPECT_EQ(why, "a device given twice");
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_DEVICE_LIMIT", "8G,4G", &why));
+  EXPECT_EQ(why, "two limits for every device");
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_DEVICE_LIMIT", "1:150%", &why));
+  EXPECT_EQ(why, "a percentage above 100");
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_DEVICE_LIMIT", "64:1G", &why));
+  EXPECT_EQ(why, "a device number above 63");
+  EXPECT_FALSE(value_is_valid("GPUMEMSHIM_MIN_SIZE", "20000000T", &why));
+  EXPECT_EQ(why, "too large");
+  EXPECT_EQ(invalid_value_line("GPUMEMSHIM_REGISTER_LIMIT", "0%"),
+            "GPUMEMSHIM_REGISTER_LIMIT='0%' is not valid (a percentage of 0; accepted: SIZE or N% of host RAM)");
+}
+
+TEST(OptionCheck, ReportedSettingsAreKnownByTheirFingerprint) {
+  char a[] = "GPUMEMSHIM_LOG=loud", b[] = "PATH=/bin", c[] = "GPUMEMSHIM_POLICY=off";
+  char* env[] = {a, b, c, nullptr};
+  char* reordered[] = {c, a, b, nullptr};
+  EXPECT_EQ(settings_fingerprint(env), settings_fingerprint(reordered));  // shells reorder environments
+  EXPECT_FALSE(settings_reported(env));
+  std::string mark = std::string(kReportedVariable) + "=";
+  char hex[32];
+  std::snprintf(hex, sizeof(hex), "%llx", static_cast<unsigned long long>(settings_fingerprint(env)));
+  mark += hex;
+  char* marked[] = {a, b, c, mark.data(), nullptr};
+  EXPECT_EQ(settings_fingerprint(marked), settings_fingerprint(env));  // the mark is not a setting
+  EXPECT_TRUE(settings_reported(marked));
+  char d[] = "GPUMEMSHIM_POLICY=spill";
+  char* changed[] = {a, b, d, mark.data(), nullptr};
+  EXPECT_FALSE(settings_reported(changed));  // other settings: said again
+  EXPECT_TRUE(check_environment(marked).size() == 1u) << "the mark is not an unknown variable";
 }
 
 TEST(OptionCheck, EveryTableEntryHasAParser) {
