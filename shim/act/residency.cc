@@ -157,7 +157,11 @@ const std::vector<Param>& layout(State& s, CUfunction f) {
   for (size_t i = 0; i < 4096; ++i) {
     CUresult r = as_kernel ? call_real(GMS_REAL(cuKernelGetParamInfo), reinterpret_cast<CUkernel>(f), i, &off, &size)
                            : call_real(GMS_REAL(cuFuncGetParamInfo), f, i, &off, &size);
-    if (r != CUDA_SUCCESS) break;
+    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != CUDA_SUCCESS) {
+      static const std::vector<Param> kUnknown;  // a failed query: not kept, this launch unscanned
+      return kUnknown;
+    }
     params.push_back(Param{static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
   }
   if (params.empty() && log_enabled(LogLevel::debug)) {
@@ -341,11 +345,29 @@ void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
   trim_swap_spares(dev, 0);
 }
 
+// Scan order with parking: whether evicted chunks may be unmapped.
+bool parking() {
+  return options().policy == Policy::swap && options().swap_order == SwapOrder::scan && options().swap_park.value;
+}
+
+// Caller holds s.mu. A use the scan cannot plan (its device, its kernel's layout or its stream's
+// capture state unknown, as when the query failed) is work no scan sees: nothing it might reach is
+// left parked or mid-copy, and the next round waits for the context.
+void as_unscanned() {
+  swap::finish_copies();
+  t_uses.n = 0;
+  t_uses.overflow = t_uses.unscanned = true;
+}
+
 // Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
 // `referenced`: the planner's moves for it, and under scan order what it waits for and marks.
 // False when nothing was done (nothing referenced, or the stream is being captured).
 bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int dev, CUstream stream, bool per_thread) {
-  if (referenced.empty() || entry::stream_capturing(stream, per_thread)) return false;
+  if (referenced.empty()) return false;
+  if (entry::stream_capturing(stream, per_thread)) {
+    if (parking()) as_unscanned();  // no moves into a graph, but no parked chunk for the kernel either
+    return false;
+  }
   uint64_t limit = device_limit(dev), used = ledger().used(dev);
   policy::ResidencyPlanner& p = planner(s, dev);
   const uint64_t budget = used < limit ? limit - used : 0;
@@ -570,7 +592,14 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
   if (options().prefetch == Prefetch::off || (!params && !extra && !movable())) return;
   ShimScope scope;
   int dev = entry::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return;
+  if (dev < 0 || dev >= kMaxDevices) {
+    if (parking()) {  // the device unknown (its query failed): nothing the kernel reaches stays parked
+      std::lock_guard lock(state().mu);
+      QueueWindow window;
+      as_unscanned();
+    }
+    return;
+  }
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
   {
@@ -581,12 +610,9 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
       if (params_layout.empty() && movable() && options().swap_order == SwapOrder::scan &&
-          !entry::stream_capturing(stream, per_thread)) {
-        // No layout (or no parameters): the kernel may use any movable memory. Nothing it might
-        // reach is left parked or mid-copy, and the next round of moves waits for the context.
-        swap::finish_copies();
-        t_uses.n = 0;
-        t_uses.overflow = t_uses.unscanned = true;
+          (parking() || !entry::stream_capturing(stream, per_thread))) {
+        // No layout (or no parameters): the kernel may use any movable memory.
+        as_unscanned();
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
@@ -647,7 +673,14 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   if (options().prefetch == Prefetch::off || (!scan && !movable())) return false;
   ShimScope scope;
   int dev = entry::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return false;
+  if (dev < 0 || dev >= kMaxDevices) {
+    if (!parking()) return false;
+    std::lock_guard lock(state().mu);  // the device unknown: as in before_launch_slow
+    QueueWindow window;
+    *scanned = false;
+    as_unscanned();
+    return true;
+  }
   uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
   State& s = state();
   std::lock_guard lock(s.mu);

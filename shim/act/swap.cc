@@ -557,6 +557,7 @@ void map_parked(State& s, std::vector<uintptr_t>& bases) {
   auto flush = [&] {
     if (run.empty()) return;
     CUresult r = map_span(run, ranges.front()->dev);
+    if (r != CUDA_SUCCESS) r = map_span(run, ranges.front()->dev);  // once more: map_span undid its part
     if (r == CUDA_SUCCESS) {
       for (Range* range : ranges) set_parked(range->chunk, false);
     } else {

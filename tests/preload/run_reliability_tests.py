@@ -179,5 +179,87 @@ class PreloadOptionsOnce(PreloadCase):
         self.assertEqual(pool_decisions("64K"), at_1m)
 
 
+class PreloadFaults(PreloadCase):
+    """Faults injected at every driver call (tests/preload/fake/fake_fault.h): for every policy, every
+    implementation the workload reaches (the program's calls and the shim's own) and every N, the
+    Nth call fails. The program (progs/faults.cc) must end with correct results or with the
+    injected error, having freed everything: never a crash, a hang, wrong data or a leak (nothing
+    live in the shim's registry at exit)."""
+
+    MANAGED_CAP = {"GPUMEMSHIM_MANAGED_LIMIT": "256M"}
+    POLICIES = {
+        "off": {"GPUMEMSHIM_POLICY": "off"},
+        "spill": {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_DEVICE_LIMIT": "8M", **MANAGED_CAP},
+        "spill-pinned": {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": "pinned",
+                         "GPUMEMSHIM_DEVICE_LIMIT": "8M", **MANAGED_CAP},
+        "managed": {"GPUMEMSHIM_POLICY": "managed", "GPUMEMSHIM_DEVICE_LIMIT": "8M", **MANAGED_CAP},
+        "pinned": {"GPUMEMSHIM_POLICY": "pinned", **MANAGED_CAP},
+        "swap": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_SWAP_CHUNK": "4M",
+                 **MANAGED_CAP},
+        "swap-scan": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_SWAP_CHUNK": "4M",
+                      "GPUMEMSHIM_SWAP_ORDER": "scan", **MANAGED_CAP},
+        "swap-scan-park": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_SWAP_CHUNK": "4M",
+                           "GPUMEMSHIM_SWAP_ORDER": "scan", "GPUMEMSHIM_SWAP_PARK": "on", **MANAGED_CAP},
+    }
+    # Copies through the shim's registration, and everything else as configured.
+    COMMON = {"GPUMEMSHIM_REGISTER": "always", "GPUMEMSHIM_HOST_POOL": "64M"}
+
+    def run_faulted(self, env, fault=None, counts=None):
+        e = dict(self.COMMON, **env)
+        e["FAKE_CUDA_FAIL"] = fault
+        e["FAKE_CUDA_COUNTS"] = counts
+        try:
+            run = self.run_program("faults", env=e, expect_rc=None, timeout=60)
+        except AssertionError as exc:  # a hang
+            return None, str(exc)
+        return run, None
+
+    def problem(self, run):
+        """Why this run is not acceptable, or None."""
+        rc = run.proc.returncode
+        if rc not in (0, 3):
+            return f"exit status {rc}\n{run.stdout}{run.stderr[-3000:]}"
+        if not run.stats and rc == 3 and "cuMemGetInfo" not in run.stdout:
+            return None  # failed before any call the shim counts: it writes no statistics
+        if len(run.stats) != 1:
+            return f"{len(run.stats)} statistics files\n{run.stdout}{run.stderr[-2000:]}"
+        st = next(iter(run.stats.values()))
+        # Host blocks are malloc's; the shim's registrations stay with the pool's pages by design.
+        live = {k: v for k, v in st["live_bytes_at_exit"].items() if v and k not in ("host_block", "shim_registered")}
+        if live:
+            return f"still live at exit (a leak): {live}\n{run.stdout}"
+        return None
+
+    def test_every_call_failing_once(self):
+        budget = os.environ.get("GMS_FAULTS_MAX_PER_KIND")  # a cap per kind, for slow sanitizer builds
+        cap = int(budget) if budget else (4 if base.Config.sanitize else 0)
+        failures, tried = [], 0
+        only = os.environ.get("GMS_FAULTS_POLICIES")  # by hand: a comma-separated subset
+        for policy, env in self.POLICIES.items():
+            if only and policy not in only.split(","):
+                continue
+            with tempfile.NamedTemporaryFile(prefix="gms-fault-counts-") as counts:
+                run, hang = self.run_faulted(env, counts=counts.name)
+                self.assertIsNone(hang, hang)
+                self.assertEqual(run.proc.returncode, 0, f"{policy} without faults:\n{run.stdout}{run.stderr}")
+                self.assertIsNone(self.problem(run), policy)
+                with open(counts.name) as f:
+                    kinds = [(name, int(n)) for name, n in (line.split() for line in f)]
+            self.assertGreater(len(kinds), 5, f"{policy}: the workload reached almost nothing")
+            for name, n in kinds:
+                nths = range(1, n + 1)
+                if cap and n > cap:  # the first ones and the last
+                    nths = list(range(1, cap)) + [n]
+                for nth in nths:
+                    tried += 1
+                    run, hang = self.run_faulted(env, fault=f"{name}:{nth}")
+                    why = hang or self.problem(run)
+                    if why:
+                        failures.append(f"{policy}, {name} failing at call {nth}: {why}")
+        if failures:
+            self.fail(f"{len(failures)} of {tried} faulted runs went wrong (each first, then the first in full):\n" +
+                      "\n".join(f.splitlines()[0][:200] for f in failures) + "\n\n" + failures[0])
+
+
 if __name__ == "__main__":
     base.main()

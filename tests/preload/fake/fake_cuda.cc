@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "fake_cuda_test.h"
+#include "fake_fault.h"
 
 // Each implementation is declared with the PFN type of the driver it stands in for: a definition
 // below with a different signature does not compile.
@@ -91,10 +92,17 @@ void* const kImpl[kCount] = {
 std::atomic<unsigned long> g_calls[kCount];
 std::atomic<unsigned long> g_last_seq[kCount];  // when each implementation was last called
 std::atomic<unsigned long> g_seq{0};
-inline void count(Id id) {
-  g_calls[id].fetch_add(1, std::memory_order_relaxed);
+// Returns which call of `id` this is (1 for the first).
+inline unsigned long count(Id id) {
   g_last_seq[id].store(g_seq.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return g_calls[id].fetch_add(1, std::memory_order_relaxed) + 1;
 }
+// Every implementation starts here: counted, and failed when fake_fault says so (FAKE_CUDA_FAIL).
+#define FAKE_ENTER(id)                                                                      \
+  do {                                                                                      \
+    if (fake_fault::hit(id, count(id))) return static_cast<CUresult>(fake_fault::g_code); \
+  } while (0)
+[[maybe_unused]] const bool g_fault_configured = (fake_fault::configure(kNames, g_calls, kCount), true);
 
 // Streams a test has declared captured (fake_cuda_set_capturing): the stand-in records no graph,
 // but answers cuStreamIsCapturing and refuses what the driver refuses on a capturing stream.
@@ -652,21 +660,21 @@ FAKE_EXPORT int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, s
 #define FAKE_IMPL(sym) FAKE_EXPORT CUresult sym
 
 FAKE_IMPL(cuInit)(unsigned int flags) {
-  count(k_cuInit);
+  FAKE_ENTER(k_cuInit);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   g_init.store(true);
   return CUDA_SUCCESS;
 }
 
 FAKE_IMPL(cuDriverGetVersion)(int* v) {
-  count(k_cuDriverGetVersion);
+  FAKE_ENTER(k_cuDriverGetVersion);
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = FAKE_CUDA_DRIVER_VERSION;
   return CUDA_SUCCESS;
 }
 
 FAKE_IMPL(cuDeviceGet)(CUdevice* dev, int ordinal) {
-  count(k_cuDeviceGet);
+  FAKE_ENTER(k_cuDeviceGet);
   FAKE_TRY(need_init());
   if (!dev) return CUDA_ERROR_INVALID_VALUE;
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -675,7 +683,7 @@ FAKE_IMPL(cuDeviceGet)(CUdevice* dev, int ordinal) {
 }
 
 FAKE_IMPL(cuDeviceGetCount)(int* n) {
-  count(k_cuDeviceGetCount);
+  FAKE_ENTER(k_cuDeviceGetCount);
   FAKE_TRY(need_init());
   if (!n) return CUDA_ERROR_INVALID_VALUE;
   *n = 1;
@@ -683,7 +691,7 @@ FAKE_IMPL(cuDeviceGetCount)(int* n) {
 }
 
 FAKE_IMPL(cuDeviceGetName)(char* name, int len, CUdevice dev) {
-  count(k_cuDeviceGetName);
+  FAKE_ENTER(k_cuDeviceGetName);
   FAKE_TRY(need_init());
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -694,7 +702,7 @@ FAKE_IMPL(cuDeviceGetName)(char* name, int len, CUdevice dev) {
 }
 
 FAKE_IMPL(cuDeviceTotalMem_v2)(size_t* bytes, CUdevice dev) {
-  count(k_cuDeviceTotalMem_v2);
+  FAKE_ENTER(k_cuDeviceTotalMem_v2);
   FAKE_TRY(need_init());
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -703,7 +711,7 @@ FAKE_IMPL(cuDeviceTotalMem_v2)(size_t* bytes, CUdevice dev) {
 }
 
 FAKE_IMPL(cuDeviceGetAttribute)(int* pi, CUdevice_attribute attr, CUdevice dev) {
-  count(k_cuDeviceGetAttribute);
+  FAKE_ENTER(k_cuDeviceGetAttribute);
   FAKE_TRY(need_init());
   if (!pi) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -729,7 +737,7 @@ FAKE_IMPL(cuDeviceGetAttribute)(int* pi, CUdevice_attribute attr, CUdevice dev) 
 }
 
 FAKE_IMPL(cuDeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice dev) {
-  count(k_cuDeviceGetDefaultMemPool);
+  FAKE_ENTER(k_cuDeviceGetDefaultMemPool);
   FAKE_TRY(need_init());
   if (!pool) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -738,7 +746,7 @@ FAKE_IMPL(cuDeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice dev) {
 }
 
 FAKE_IMPL(cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice dev) {
-  count(k_cuDevicePrimaryCtxRetain);
+  FAKE_ENTER(k_cuDevicePrimaryCtxRetain);
   FAKE_TRY(need_init());
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
@@ -747,19 +755,19 @@ FAKE_IMPL(cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice dev) {
 }
 
 FAKE_IMPL(cuDevicePrimaryCtxRelease)(CUdevice dev) {
-  count(k_cuDevicePrimaryCtxRelease);
+  FAKE_ENTER(k_cuDevicePrimaryCtxRelease);
   FAKE_TRY(need_init());
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 FAKE_IMPL(cuDevicePrimaryCtxRelease_v2)(CUdevice dev) {
-  count(k_cuDevicePrimaryCtxRelease_v2);
+  FAKE_ENTER(k_cuDevicePrimaryCtxRelease_v2);
   FAKE_TRY(need_init());
   return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 FAKE_IMPL(cuCtxSetCurrent)(CUcontext ctx) {
-  count(k_cuCtxSetCurrent);
+  FAKE_ENTER(k_cuCtxSetCurrent);
   FAKE_TRY(need_init());
   if (ctx && ctx != reinterpret_cast<CUcontext>(&g_primary_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   t_ctx = ctx;
@@ -767,7 +775,7 @@ FAKE_IMPL(cuCtxSetCurrent)(CUcontext ctx) {
 }
 
 FAKE_IMPL(cuCtxGetCurrent)(CUcontext* ctx) {
-  count(k_cuCtxGetCurrent);
+  FAKE_ENTER(k_cuCtxGetCurrent);
   FAKE_TRY(need_init());
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
   *ctx = t_ctx;
@@ -775,7 +783,7 @@ FAKE_IMPL(cuCtxGetCurrent)(CUcontext* ctx) {
 }
 
 FAKE_IMPL(cuCtxGetDevice)(CUdevice* dev) {
-  count(k_cuCtxGetDevice);
+  FAKE_ENTER(k_cuCtxGetDevice);
   FAKE_TRY(need_ctx());
   if (!dev) return CUDA_ERROR_INVALID_VALUE;
   *dev = 0;
@@ -783,13 +791,13 @@ FAKE_IMPL(cuCtxGetDevice)(CUdevice* dev) {
 }
 
 FAKE_IMPL(cuCtxSynchronize)() {
-  count(k_cuCtxSynchronize);
+  FAKE_ENTER(k_cuCtxSynchronize);
   run_held();
   return need_ctx();
 }
 
 FAKE_IMPL(cuStreamCreate)(CUstream* s, unsigned int flags) {
-  count(k_cuStreamCreate);
+  FAKE_ENTER(k_cuStreamCreate);
   FAKE_TRY(need_ctx());
   if (!s || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
   // A handle that is never dereferenced: all work is synchronous.
@@ -798,20 +806,20 @@ FAKE_IMPL(cuStreamCreate)(CUstream* s, unsigned int flags) {
 }
 
 FAKE_IMPL(cuStreamDestroy_v2)(CUstream s) {
-  count(k_cuStreamDestroy_v2);
+  FAKE_ENTER(k_cuStreamDestroy_v2);
   FAKE_TRY(need_ctx());
   return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 FAKE_IMPL(cuStreamSynchronize)(CUstream s) {
-  count(k_cuStreamSynchronize);
+  FAKE_ENTER(k_cuStreamSynchronize);
   if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // and the real one ends the capture
   run_held();
   return need_ctx();
 }
 
 FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream s) {
-  count(k_cuStreamSynchronize_ptsz);
+  FAKE_ENTER(k_cuStreamSynchronize_ptsz);
   if (capturing(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   run_held();
   return need_ctx();
@@ -821,7 +829,7 @@ FAKE_IMPL(cuStreamSynchronize_ptsz)(CUstream s) {
 // held back by fake_cuda_set_defer: an event completes the held copies before its record. A handle
 // is just a counter.
 FAKE_IMPL(cuEventCreate)(CUevent* ev, unsigned int) {
-  count(k_cuEventCreate);
+  FAKE_ENTER(k_cuEventCreate);
   FAKE_TRY(need_ctx());
   if (!ev) return CUDA_ERROR_INVALID_VALUE;
   static std::atomic<uintptr_t> next{1};
@@ -830,7 +838,7 @@ FAKE_IMPL(cuEventCreate)(CUevent* ev, unsigned int) {
 }
 
 FAKE_IMPL(cuEventRecord)(CUevent ev, CUstream) {
-  count(k_cuEventRecord);
+  FAKE_ENTER(k_cuEventRecord);
   FAKE_TRY(need_ctx());
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard<std::mutex> lock(g_held_mu);
@@ -852,12 +860,12 @@ CUresult event_done(CUevent ev) {
 }
 
 FAKE_IMPL(cuEventSynchronize)(CUevent ev) {
-  count(k_cuEventSynchronize);
+  FAKE_ENTER(k_cuEventSynchronize);
   return event_done(ev);
 }
 
 FAKE_IMPL(cuEventQuery)(CUevent ev) {
-  count(k_cuEventQuery);
+  FAKE_ENTER(k_cuEventQuery);
   if (g_events_busy.load()) return ev ? CUDA_ERROR_NOT_READY : CUDA_ERROR_INVALID_HANDLE;
   return event_done(ev);
 }
@@ -865,13 +873,13 @@ FAKE_IMPL(cuEventQuery)(CUevent ev) {
 // Work on every stream is complete when its call returns (held copies aside), so a wait is only
 // checked and counted.
 FAKE_IMPL(cuStreamWaitEvent)(CUstream, CUevent ev, unsigned int) {
-  count(k_cuStreamWaitEvent);
+  FAKE_ENTER(k_cuStreamWaitEvent);
   FAKE_TRY(need_ctx());
   return ev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 FAKE_IMPL(cuEventDestroy_v2)(CUevent ev) {
-  count(k_cuEventDestroy_v2);
+  FAKE_ENTER(k_cuEventDestroy_v2);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard<std::mutex> lock(g_held_mu);
   event_marks().erase(ev);
@@ -880,12 +888,12 @@ FAKE_IMPL(cuEventDestroy_v2)(CUevent ev) {
 
 // The stand-in has no library-managed kernels: every handle is a CUfunction.
 FAKE_IMPL(cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) {
-  count(k_cuKernelGetParamInfo);
+  FAKE_ENTER(k_cuKernelGetParamInfo);
   return CUDA_ERROR_INVALID_HANDLE;
 }
 
 FAKE_IMPL(cuStreamIsCapturing)(CUstream s, CUstreamCaptureStatus* st) {
-  count(k_cuStreamIsCapturing);
+  FAKE_ENTER(k_cuStreamIsCapturing);
   FAKE_TRY(need_ctx());
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   *st = capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
@@ -893,7 +901,7 @@ FAKE_IMPL(cuStreamIsCapturing)(CUstream s, CUstreamCaptureStatus* st) {
 }
 
 FAKE_IMPL(cuStreamIsCapturing_ptsz)(CUstream s, CUstreamCaptureStatus* st) {
-  count(k_cuStreamIsCapturing_ptsz);
+  FAKE_ENTER(k_cuStreamIsCapturing_ptsz);
   FAKE_TRY(need_ctx());
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   *st = capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
@@ -902,7 +910,7 @@ FAKE_IMPL(cuStreamIsCapturing_ptsz)(CUstream s, CUstreamCaptureStatus* st) {
 
 // Offsets are the sizes laid out with natural alignment, as the compiler lays out kernel parameters.
 FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t* size) {
-  count(k_cuFuncGetParamInfo);
+  FAKE_ENTER(k_cuFuncGetParamInfo);
   FAKE_TRY(need_ctx());
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (!offset || !size) return CUDA_ERROR_INVALID_VALUE;
@@ -925,7 +933,7 @@ FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t
 }
 
 FAKE_IMPL(cuGetErrorString)(CUresult e, const char** s) {
-  count(k_cuGetErrorString);
+  FAKE_ENTER(k_cuGetErrorString);
   if (!s) return CUDA_ERROR_INVALID_VALUE;
   switch (e) {
     case CUDA_SUCCESS: *s = "no error"; break;
@@ -942,7 +950,7 @@ FAKE_IMPL(cuGetErrorString)(CUresult e, const char** s) {
 }
 
 FAKE_IMPL(cuGetErrorName)(CUresult e, const char** s) {
-  count(k_cuGetErrorName);
+  FAKE_ENTER(k_cuGetErrorName);
   if (!s) return CUDA_ERROR_INVALID_VALUE;
   switch (e) {
     case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
@@ -1000,12 +1008,12 @@ CUresult pointer_attribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr
 }  // namespace
 
 FAKE_IMPL(cuPointerGetAttribute)(void* data, CUpointer_attribute attr, CUdeviceptr ptr) {
-  count(k_cuPointerGetAttribute);
+  FAKE_ENTER(k_cuPointerGetAttribute);
   return pointer_attribute(data, attr, ptr);
 }
 
 FAKE_IMPL(cuPointerGetAttributes)(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr ptr) {
-  count(k_cuPointerGetAttributes);
+  FAKE_ENTER(k_cuPointerGetAttributes);
   FAKE_TRY(need_init());
   if (n == 0 || !attrs || !data) return CUDA_ERROR_INVALID_VALUE;
   Block b;
@@ -1030,7 +1038,7 @@ FAKE_IMPL(cuPointerGetAttributes)(unsigned int n, CUpointer_attribute* attrs, vo
 }
 
 FAKE_IMPL(cuMemGetAddressRange_v2)(CUdeviceptr* pbase, size_t* psize, CUdeviceptr ptr) {
-  count(k_cuMemGetAddressRange_v2);
+  FAKE_ENTER(k_cuMemGetAddressRange_v2);
   FAKE_TRY(need_ctx());
   Block b;
   if (!find_block(static_cast<uintptr_t>(ptr), 1, &b) || b.kind == Kind::pinned || b.kind == Kind::registered) {
@@ -1044,25 +1052,25 @@ FAKE_IMPL(cuMemGetAddressRange_v2)(CUdeviceptr* pbase, size_t* psize, CUdevicept
 // ---- cuGetProcAddress -------------------------------------------------------------------------------
 
 FAKE_IMPL(cuGetProcAddress)(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  count(k_cuGetProcAddress);
+  FAKE_ENTER(k_cuGetProcAddress);
   return proc_address(symbol, pfn, version, flags, nullptr);
 }
 
 FAKE_IMPL(cuGetProcAddress_v2)(const char* symbol, void** pfn, int version, cuuint64_t flags,
                                CUdriverProcAddressQueryResult* status) {
-  count(k_cuGetProcAddress_v2);
+  FAKE_ENTER(k_cuGetProcAddress_v2);
   return proc_address(symbol, pfn, version, flags, status);
 }
 
 // ---- allocation ---------------------------------------------------------------------------------------
 
 FAKE_IMPL(cuMemAlloc_v2)(CUdeviceptr* dptr, size_t bytes) {
-  count(k_cuMemAlloc_v2);
+  FAKE_ENTER(k_cuMemAlloc_v2);
   return mem_alloc(dptr, bytes, Kind::device);
 }
 
 FAKE_IMPL(cuMemAllocPitch_v2)(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
-  count(k_cuMemAllocPitch_v2);
+  FAKE_ENTER(k_cuMemAllocPitch_v2);
   if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
   size_t p = (width + kPitchAlign - 1) / kPitchAlign * kPitchAlign;
   CUresult r = mem_alloc(dptr, p * height, Kind::device);
@@ -1071,18 +1079,18 @@ FAKE_IMPL(cuMemAllocPitch_v2)(CUdeviceptr* dptr, size_t* pitch, size_t width, si
 }
 
 FAKE_IMPL(cuMemAllocManaged)(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
-  count(k_cuMemAllocManaged);
+  FAKE_ENTER(k_cuMemAllocManaged);
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   return mem_alloc(dptr, bytes, Kind::managed);
 }
 
 #define FAKE_PAIR(a, b, params, ...) \
   FAKE_IMPL(a) params {              \
-    count(k_##a);                    \
+    FAKE_ENTER(k_##a);               \
     __VA_ARGS__                      \
   }                                  \
   FAKE_IMPL(b) params {              \
-    count(k_##b);                    \
+    FAKE_ENTER(k_##b);               \
     __VA_ARGS__                      \
   }
 
@@ -1094,12 +1102,12 @@ FAKE_PAIR(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
 FAKE_PAIR(cuMemFreeAsync, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), return mem_free(p, s != nullptr);)
 
 FAKE_IMPL(cuMemFree_v2)(CUdeviceptr p) {
-  count(k_cuMemFree_v2);
+  FAKE_ENTER(k_cuMemFree_v2);
   return mem_free(p);
 }
 
 FAKE_IMPL(cuMemHostAlloc)(void** pp, size_t bytes, unsigned int flags) {
-  count(k_cuMemHostAlloc);
+  FAKE_ENTER(k_cuMemHostAlloc);
   if (flags & ~static_cast<unsigned>(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -1107,12 +1115,12 @@ FAKE_IMPL(cuMemHostAlloc)(void** pp, size_t bytes, unsigned int flags) {
 }
 
 FAKE_IMPL(cuMemAllocHost_v2)(void** pp, size_t bytes) {
-  count(k_cuMemAllocHost_v2);
+  FAKE_ENTER(k_cuMemAllocHost_v2);
   return host_alloc(pp, bytes);
 }
 
 FAKE_IMPL(cuMemFreeHost)(void* p) {
-  count(k_cuMemFreeHost);
+  FAKE_ENTER(k_cuMemFreeHost);
   FAKE_TRY(need_ctx());
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   Block b;
@@ -1121,22 +1129,22 @@ FAKE_IMPL(cuMemFreeHost)(void* p) {
 }
 
 FAKE_IMPL(cuMemHostRegister)(void* p, size_t bytes, unsigned int) {
-  count(k_cuMemHostRegister);
+  FAKE_ENTER(k_cuMemHostRegister);
   return host_register(p, bytes);
 }
 
 FAKE_IMPL(cuMemHostRegister_v2)(void* p, size_t bytes, unsigned int) {
-  count(k_cuMemHostRegister_v2);
+  FAKE_ENTER(k_cuMemHostRegister_v2);
   return host_register(p, bytes);
 }
 
 FAKE_IMPL(cuMemHostUnregister)(void* p) {
-  count(k_cuMemHostUnregister);
+  FAKE_ENTER(k_cuMemHostUnregister);
   return host_unregister(p);
 }
 
 FAKE_IMPL(cuMemHostGetDevicePointer_v2)(CUdeviceptr* pdptr, void* p, unsigned int flags) {
-  count(k_cuMemHostGetDevicePointer_v2);
+  FAKE_ENTER(k_cuMemHostGetDevicePointer_v2);
   FAKE_TRY(need_ctx());
   if (!pdptr || !p || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Block b;
@@ -1148,7 +1156,7 @@ FAKE_IMPL(cuMemHostGetDevicePointer_v2)(CUdeviceptr* pdptr, void* p, unsigned in
 }
 
 FAKE_IMPL(cuMemGetInfo_v2)(size_t* free_bytes, size_t* total_bytes) {
-  count(k_cuMemGetInfo_v2);
+  FAKE_ENTER(k_cuMemGetInfo_v2);
   FAKE_TRY(need_ctx());
   if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
   *total_bytes = kTotalMem;
@@ -1159,7 +1167,7 @@ FAKE_IMPL(cuMemGetInfo_v2)(size_t* free_bytes, size_t* total_bytes) {
 // ---- virtual memory management --------------------------------------------------------------------------
 
 FAKE_IMPL(cuMemGetAllocationGranularity)(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
-  count(k_cuMemGetAllocationGranularity);
+  FAKE_ENTER(k_cuMemGetAllocationGranularity);
   FAKE_TRY(need_init());
   if (!g || !prop) return CUDA_ERROR_INVALID_VALUE;
   *g = kGranularity;
@@ -1167,7 +1175,7 @@ FAKE_IMPL(cuMemGetAllocationGranularity)(size_t* g, const CUmemAllocationProp* p
 }
 
 FAKE_IMPL(cuMemAddressReserve)(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr, unsigned long long) {
-  count(k_cuMemAddressReserve);
+  FAKE_ENTER(k_cuMemAddressReserve);
   FAKE_TRY(need_ctx());
   if (!ptr || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
   void* p = raw_mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -1179,7 +1187,7 @@ FAKE_IMPL(cuMemAddressReserve)(CUdeviceptr* ptr, size_t size, size_t, CUdevicept
 }
 
 FAKE_IMPL(cuMemAddressFree)(CUdeviceptr ptr, size_t size) {
-  count(k_cuMemAddressFree);
+  FAKE_ENTER(k_cuMemAddressFree);
   FAKE_TRY(need_ctx());
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -1193,7 +1201,7 @@ FAKE_IMPL(cuMemAddressFree)(CUdeviceptr ptr, size_t size) {
 
 FAKE_IMPL(cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                        unsigned long long flags) {
-  count(k_cuMemCreate);
+  FAKE_ENTER(k_cuMemCreate);
   FAKE_TRY(need_ctx());
   if (!handle || !prop || flags != 0 || size == 0 || size % kGranularity || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -1217,7 +1225,7 @@ FAKE_IMPL(cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t size, const 
 
 FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                     unsigned long long flags) {
-  count(k_cuMemMap);
+  FAKE_ENTER(k_cuMemMap);
   FAKE_TRY(need_ctx());
   if (flags != 0 || size == 0 || size % kGranularity || offset % kGranularity) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(g_mu);
@@ -1270,17 +1278,17 @@ CUresult wait_value(CUdeviceptr addr, unsigned int flags) {
 }
 
 FAKE_IMPL(cuStreamWaitValue32_v2)(CUstream, CUdeviceptr addr, cuuint32_t, unsigned int flags) {
-  count(k_cuStreamWaitValue32_v2);
+  FAKE_ENTER(k_cuStreamWaitValue32_v2);
   return wait_value(addr, flags);
 }
 
 FAKE_IMPL(cuStreamWaitValue32_v2_ptsz)(CUstream, CUdeviceptr addr, cuuint32_t, unsigned int flags) {
-  count(k_cuStreamWaitValue32_v2_ptsz);
+  FAKE_ENTER(k_cuStreamWaitValue32_v2_ptsz);
   return wait_value(addr, flags);
 }
 
 FAKE_IMPL(cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count_) {
-  count(k_cuMemSetAccess);
+  FAKE_ENTER(k_cuMemSetAccess);
   FAKE_TRY(need_ctx());
   if (const uintptr_t w = g_waited_word.load(); w && __atomic_load_n(reinterpret_cast<const uint32_t*>(w), __ATOMIC_SEQ_CST) != 0) {
     ++g_access_gated;
@@ -1300,7 +1308,7 @@ FAKE_IMPL(cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* d
 }
 
 FAKE_IMPL(cuMemUnmap)(CUdeviceptr ptr, size_t size) {
-  count(k_cuMemUnmap);
+  FAKE_ENTER(k_cuMemUnmap);
   FAKE_TRY(need_ctx());
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -1314,7 +1322,7 @@ FAKE_IMPL(cuMemUnmap)(CUdeviceptr ptr, size_t size) {
 }
 
 FAKE_IMPL(cuMemRelease)(CUmemGenericAllocationHandle handle) {
-  count(k_cuMemRelease);
+  FAKE_ENTER(k_cuMemRelease);
   FAKE_TRY(need_ctx());
   int fd = -1;
   {
@@ -1419,13 +1427,13 @@ FAKE_PAIR(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2_ptsz,
           return managed_range(p, n);)
 
 FAKE_IMPL(cuMemAdvise)(CUdeviceptr p, size_t n, CUmem_advise, CUdevice dev) {
-  count(k_cuMemAdvise);
+  FAKE_ENTER(k_cuMemAdvise);
   if (dev != 0 && dev != CU_DEVICE_CPU) return CUDA_ERROR_INVALID_DEVICE;
   return managed_range(p, n);
 }
 
 FAKE_IMPL(cuMemAdvise_v2)(CUdeviceptr p, size_t n, CUmem_advise, CUmemLocation loc) {
-  count(k_cuMemAdvise_v2);
+  FAKE_ENTER(k_cuMemAdvise_v2);
   if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE && loc.type != CU_MEM_LOCATION_TYPE_HOST) return CUDA_ERROR_INVALID_VALUE;
   return managed_range(p, n);
 }
@@ -1454,7 +1462,7 @@ std::map<CUtexObject, CUdeviceptr>& textures() {
 
 FAKE_IMPL(cuTexObjectCreate)(CUtexObject* tex, const CUDA_RESOURCE_DESC* res, const CUDA_TEXTURE_DESC*,
                              const CUDA_RESOURCE_VIEW_DESC*) {
-  count(k_cuTexObjectCreate);
+  FAKE_ENTER(k_cuTexObjectCreate);
   FAKE_TRY(need_ctx());
   if (!tex || !res) return CUDA_ERROR_INVALID_VALUE;
   CUdeviceptr at = 0;
@@ -1471,7 +1479,7 @@ FAKE_IMPL(cuTexObjectCreate)(CUtexObject* tex, const CUDA_RESOURCE_DESC* res, co
 }
 
 FAKE_IMPL(cuTexObjectDestroy)(CUtexObject tex) {
-  count(k_cuTexObjectDestroy);
+  FAKE_ENTER(k_cuTexObjectDestroy);
   FAKE_TRY(need_ctx());
   std::lock_guard<std::mutex> lock(g_mu);
   return textures().erase(tex) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
