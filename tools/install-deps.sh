@@ -3,6 +3,7 @@
 # it is missing and we are root. Checks what is usable (commands on PATH, headers), not package
 # names, so toolchains installed any other way count. Optional pieces (libunwind for call sites,
 # valgrind for instruction counts) are installed when possible and skipped with a note when not.
+# With --tests also clang and its libFuzzer runtime, for the fuzz targets tools/test.sh runs.
 # The CUDA toolkit (cuda.h, nvcc) must already be installed: it is not a Debian package here.
 set -uo pipefail
 
@@ -20,6 +21,10 @@ if ((want_tests)); then
   [[ -f /usr/include/gtest/gtest.h ]] || required+=(libgtest-dev)
   command -v valgrind >/dev/null || optional+=(valgrind)
   command -v chromium >/dev/null || optional+=(chromium)  # the HTML report's browser test
+  # The fuzz targets (tools/fuzz): clang and its libFuzzer runtime.
+  command -v clang++ >/dev/null || required+=(clang)
+  fuzzer_lib=$(clang++ -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-$(uname -m).a
+  [[ -f $fuzzer_lib ]] || required+=(libclang-rt-dev)
 fi
 
 install() {
