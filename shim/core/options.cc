@@ -199,11 +199,12 @@ bool device_limits_why(const char* t, DeviceLimits* out, const char** why) {
     if (colon) {
       double dev = 0;
       const char* after = parse_decimal(item, &dev);
-      if (after != colon || dev != static_cast<int>(dev)) return false;
+      if (after != colon) return false;
       if (dev >= DeviceLimits::kMaxDevices) {
         *why = "a device number above 63";
         return false;
       }
+      if (dev != static_cast<int>(dev)) return false;
       int d = static_cast<int>(dev);
       if (out->has[d]) {
         *why = "a device given twice";

@@ -84,9 +84,10 @@ TEST(ReportText, ControlCharactersAreEscaped) {
 }
 
 TEST(ReportTotals, SaturateInsteadOfWrapping) {
+  // Three copies of INT64_MAX bytes (the report once said "9223.4 PB"), five of 2^61 ns.
   std::string trace = std::string(kHeader) + "\n";
-  for (int i = 0; i < 3; ++i)
-    trace += R"({"type": "copy", "t": 1, "api": "cuMemcpyHtoD_v2", "bytes": 9223372036854775807, "dir": "htod", "host_kind": "pageable", "path": "driver", "dur_ns": 9223372036854775807})" "\n";
+  for (int i = 0; i < 5; ++i)
+    trace += R"({"type": "copy", "t": 1, "api": "cuMemcpyHtoD_v2", "bytes": 9223372036854775807, "dir": "htod", "host_kind": "pageable", "path": "driver", "dur_ns": 2305843009213693952})" "\n";
   TraceSet set;
   std::string error;
   ASSERT_TRUE(read(trace, set, &error)) << error;
@@ -125,6 +126,9 @@ TEST(ReportReaderLimits, OutOfRangeNumbersSaySo) {
   TraceSet late;
   EXPECT_FALSE(read(std::string(kHeader) + "\n" + R"({"type": "kernel", "t": 4611686018427387904})" "\n", late, &error));
   EXPECT_NE(error.find("\"t\" is out of range"), std::string::npos) << error;
+  TraceSet slow;
+  EXPECT_FALSE(read(std::string(kHeader) + "\n" + R"({"type": "copy", "t": 1, "dur_ns": 9223372036854775807})" "\n", slow, &error));
+  EXPECT_NE(error.find("\"dur_ns\" is out of range"), std::string::npos) << error;
 }
 
 TEST(ReportReaderLimits, AnOverlongLineIsRefused) {

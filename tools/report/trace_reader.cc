@@ -105,8 +105,8 @@ class LineReader {
     fail(quote(key) + " must be a site id (integer or string)");
   }
 
-  // Times within +-2^61 ns (73 years) of the trace's start, so that spans fit in int64 even after
-  // align.cc shifts them.
+  // Times (and durations) within +-2^61 ns (73 years) of the trace's start, so that spans fit in
+  // int64 even after align.cc shifts them.
   int64_t time_value(std::string_view key, bool required, int64_t fallback) const {
     int64_t t = integer(key, required, fallback);
     if (t > kMaxTime || t < -kMaxTime)
@@ -286,7 +286,7 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
     r.count_unknown_keys({"type", "t", "api", "bytes", "dir", "host_kind", "path", "dur_ns", "site"});
     CopyEvent e{};
     e.t = r.time();
-    e.dur = r.integer("dur_ns");
+    e.dur = r.time_value("dur_ns", false, 0);
     if (e.dur < 0) e.dur = 0;
     e.bytes = r.size("bytes");
     e.api = r.str("api");
@@ -372,7 +372,7 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
     else r.count_unknown_keys({"type", "t", "ptr", "bytes", "dur_ns", "result", "why"});
     RegisterEvent e{};
     e.t = r.time();
-    e.dur = r.integer("dur_ns");
+    e.dur = r.time_value("dur_ns", false, 0);
     if (e.dur < 0) e.dur = 0;
     e.ptr = r.address("ptr");
     e.bytes = r.size("bytes");
