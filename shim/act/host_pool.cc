@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/observe.h"
 #include "core/runtime.h"
+#include "driver/cuda_driver.h"
 #include "driver/libc.h"
 #include "policy/host_pool.h"
 
@@ -75,9 +76,14 @@ void fork_child() {
 
 }  // namespace
 
-void init() {
+namespace {
+
+// Set at load when the options want a pool; the reservation waits for the CUDA driver (start).
+std::atomic<bool> g_wanted{false};
+std::mutex g_start_mu;
+
+void reserve() {
   const SizeOrPercent& opt = options().host_pool;
-  if (passthrough() || (!opt.is_percent && opt.bytes == 0) || g_pool) return;
   ShimScope scope;
   uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * page();
   uint64_t bound = opt.resolve(ram) / page() * page();
@@ -111,6 +117,26 @@ void init() {
     l.str("host pool: ").bytes(bound).str(" for blocks of at least ").bytes(host_threshold());
     log(LogLevel::info, l);
   }
+}
+
+}  // namespace
+
+void init() {
+  const SizeOrPercent& opt = options().host_pool;
+  g_wanted.store(!passthrough() && (opt.is_percent || opt.bytes != 0), std::memory_order_relaxed);
+}
+
+bool start() {
+  // A process that never loads the CUDA driver copies nothing at pinned speed: its large blocks
+  // stay glibc's, and no address space is reserved (issue 28: every exec paid for it).
+  if (!g_wanted.load(std::memory_order_relaxed) || !driver::g_loaded.load(std::memory_order_acquire) ||
+      !driver::libcuda_handle()) {
+    return false;
+  }
+  ShimScope scope;
+  std::lock_guard lock(g_start_mu);
+  if (g_wanted.exchange(false, std::memory_order_relaxed)) reserve();
+  return on();
 }
 
 void* take(size_t n, size_t align, Origin origin, bool zero) {

@@ -11,7 +11,7 @@
 
 namespace gms::act::pool {
 
-// The reservation; span 0 while the pool is off. Written once, at load.
+// The reservation; span 0 while the pool is off. Written once, when the pool starts.
 extern std::atomic<uintptr_t> g_lo, g_span;
 
 // Two loads and a compare: on every free.
@@ -21,8 +21,12 @@ inline bool owns(const void* p) {
 }
 inline bool on() { return g_span.load(std::memory_order_relaxed) != 0; }
 
-// From the library constructor, after the options: reserves the address space.
+// From the library constructor, after the options: whether a pool is wanted. Nothing is reserved
+// yet: start reserves the address space once the CUDA driver is loaded.
 void init();
+// For a large block while the pool is off: reserves it if it is wanted and the driver is loaded.
+// True when the pool is on.
+bool start();
 
 // A block of at least n bytes aligned to `align` (at most a page), or nullptr: the ordinary
 // allocator serves it (pool off or full, or alignment too large). `zero`: calloc.

@@ -31,9 +31,11 @@ inline void track(void* p, size_t n, Origin o) {
   if (p && large(n) && !in_shim()) observe::host_block_alloc(addr(p), n, o);
 }
 
-// A large block from the pool, or nullptr (the pool is off, full, or the alignment too large).
+// A large block from the pool, or nullptr (the pool is off, full, or the alignment too large). The
+// pool starts with the first large block after the CUDA driver is loaded.
 inline void* pooled(size_t n, size_t align, Origin o, bool zero) {
-  return act::pool::on() && !in_shim() ? act::pool::take(n, align, o, zero) : nullptr;
+  if (in_shim() || (!act::pool::on() && !act::pool::start())) return nullptr;
+  return act::pool::take(n, align, o, zero);
 }
 
 inline uintptr_t page_round(uintptr_t n) {
@@ -240,4 +242,34 @@ GMS_EXPORT int madvise(void* a, size_t len, int advice) {
     act::host_range_going(addr(a), addr(a) + page_round(len));
   }
   return libc::madvise(a, len, advice);
+}
+
+// The libstdc++ linked into the shim (shim/CMakeLists.txt: -static-libstdc++, --wrap) allocates
+// through these: its memory is the shim's own, never a block of the program (its start-up pool of
+// 71 KiB was counted as the program's under a low GPUMEMSHIM_HOST_THRESHOLD).
+extern "C" {
+void* __wrap_malloc(size_t n) {
+  ShimScope scope;
+  return malloc(n);
+}
+void __wrap_free(void* p) {
+  ShimScope scope;
+  free(p);
+}
+void* __wrap_calloc(size_t n, size_t size) {
+  ShimScope scope;
+  return calloc(n, size);
+}
+void* __wrap_realloc(void* p, size_t n) {
+  ShimScope scope;
+  return realloc(p, n);
+}
+void* __wrap_aligned_alloc(size_t align, size_t n) {
+  ShimScope scope;
+  return aligned_alloc(align, n);
+}
+int __wrap_posix_memalign(void** out, size_t align, size_t n) {
+  ShimScope scope;
+  return posix_memalign(out, align, n);
+}
 }

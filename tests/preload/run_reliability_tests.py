@@ -261,5 +261,46 @@ class PreloadFaults(PreloadCase):
                       "\n".join(f.splitlines()[0][:200] for f in failures) + "\n\n" + failures[0])
 
 
+RESERVED = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+if sys.argv[1] == "cuda":
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    free_b, total = ctypes.c_size_t(), ctypes.c_size_t()
+    assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cuda.cuCtxSetCurrent(ctx) == 0
+    assert cuda.cuMemGetInfo_v2(ctypes.byref(free_b), ctypes.byref(total)) == 0
+blocks = [libc.malloc(8 << 20) for _ in range(4)]
+reserved = 0
+for line in open("/proc/self/maps"):
+    f = line.split()
+    lo, hi = (int(x, 16) for x in f[0].split("-"))
+    if f[1] == "---p" and len(f) == 5 and hi - lo >= 256 << 20:
+        reserved += hi - lo
+print(reserved)
+"""
+
+
+class PreloadNoGpuCost(PreloadCase):
+    """A process that never loads the CUDA driver pays for no host pool: nothing is reserved, its
+    large blocks are glibc's. The pool starts with the first large block after the driver loads."""
+
+    def reserved(self, mode):
+        env = self.base_env()
+        env.update({"LD_PRELOAD": self.preload_list(), "GPUMEMSHIM_HOST_POOL": "1G"})
+        proc = subprocess.run([sys.executable, "-c", RESERVED, mode], env=env, capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return int(proc.stdout.split()[-1])
+
+    def test_pool_waits_for_the_driver(self):
+        if base.Config.shadowed_malloc():
+            self.skipTest("the sanitizer's allocator serves malloc: the pool is not reached")
+        self.assertEqual(self.reserved("plain"), 0, "address space reserved by a process with no CUDA")
+        self.assertGreaterEqual(self.reserved("cuda"), 1 << 30, "no pool after the driver was loaded")
+
+
 if __name__ == "__main__":
     base.main()
