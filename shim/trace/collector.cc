@@ -112,7 +112,7 @@ char g_path[1024];  // the expanded path of the open file
 
 pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER;  // the file, g_out, the ring's consumer side
 char g_out_buf[256 * 1024];
-Out g_out(g_out_buf, sizeof(g_out_buf));
+constinit Out g_out(g_out_buf, sizeof(g_out_buf));
 uint64_t g_events = 0;                                 // event lines written (under g_write_mu)
 std::atomic<uint64_t> g_dropped[2] = {};               // [0] the shim's events, [1] CUPTI's
 uint64_t g_dropped_reported[2] = {};                   // under g_write_mu

@@ -9,7 +9,7 @@ namespace gms::trace {
 
 class Out {
  public:
-  Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
+  constexpr Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
   void set_fd(int fd) { fd_ = fd; }
   // A fresh start on another file: nothing buffered, no error.
   void reset(int fd) {
