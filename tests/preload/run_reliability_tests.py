@@ -58,30 +58,26 @@ class PreloadOutputFiles(PreloadCase):
         # A device node and another user's file need root to plant.
         return ["symlink", "fifo"] + (["device", "other user's file"] if os.geteuid() == 0 else [])
 
-    def test_statistics_path_is_never_followed_or_replaced(self):
+    def check_left_alone(self, variable, name, says):
+        """Each kind of thing planted at the path: one warning, left as it was, no temporary file."""
         for kind in self.kinds():
             with self.subTest(kind=kind):
                 d = self.tmpdir()
-                intact = self.plant(d, "stats.json", kind)
-                run = self.run_program("direct", env={"GPUMEMSHIM_STATS": os.path.join(d, "stats.json")}, timeout=60)
+                intact = self.plant(d, name, kind)
+                run = self.run_program("direct", env={variable: os.path.join(d, name)}, timeout=60)
                 lines = shim_lines(run)
                 self.assertEqual(len(lines), 1, run.stderr)
-                self.assertIn("cannot write statistics to GPUMEMSHIM_STATS=", lines[0])
+                self.assertIn(says, lines[0])
                 self.assertTrue(intact(), f"the {kind} at the path was changed")
                 self.assertEqual([n for n in os.listdir(d) if ".tmp-" in n], [], "a temporary file was left")
+                if variable != "GPUMEMSHIM_STATS":
+                    self.assert_stats(self.only_stats(run), Expect().workload(64 * KiB))
+
+    def test_statistics_path_is_never_followed_or_replaced(self):
+        self.check_left_alone("GPUMEMSHIM_STATS", "stats.json", "cannot write statistics to GPUMEMSHIM_STATS=")
 
     def test_trace_path_is_never_followed_or_replaced(self):
-        for kind in self.kinds():
-            with self.subTest(kind=kind):
-                d = self.tmpdir()
-                intact = self.plant(d, "trace.jsonl", kind)
-                run = self.run_program("direct", env={"GPUMEMSHIM_TRACE": os.path.join(d, "trace.jsonl")}, timeout=60)
-                lines = shim_lines(run)
-                self.assertEqual(len(lines), 1, run.stderr)
-                self.assertIn("the program runs untraced", lines[0])
-                self.assertTrue(intact(), f"the {kind} at the path was changed")
-                self.assert_stats(self.only_stats(run), Expect().workload(64 * KiB))
-                self.assertEqual([n for n in os.listdir(d) if ".tmp-" in n], [], "a temporary file was left")
+        self.check_left_alone("GPUMEMSHIM_TRACE", "trace.jsonl", "the program runs untraced")
 
     def test_statistics_write_error_says_why(self):
         # A file-size limit stands in for a full disk: one warning with the reason, no partial file,

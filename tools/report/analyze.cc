@@ -296,19 +296,11 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
 }
 
 void UmTally::add(const UmTally& o) {
-  add_to(htod, o.htod);
-  add_to(dtoh, o.dtoh);
-  add_to(dtod, o.dtod);
-  add_to(fault_htod, o.fault_htod);
-  add_to(fault_dtoh, o.fault_dtoh);
-  add_to(fault_htod_ns, o.fault_htod_ns);
-  add_to(fault_dtoh_ns, o.fault_dtoh_ns);
-  add_to(gpu_faults, o.gpu_faults);
-  add_to(cpu_faults, o.cpu_faults);
-  add_to(thrashing, o.thrashing);
-  add_to(throttling, o.throttling);
-  add_to(remote_maps, o.remote_maps);
-  add_to(migration_ns, o.migration_ns);
+  for (uint64_t UmTally::*m : {&UmTally::htod, &UmTally::dtoh, &UmTally::dtod, &UmTally::fault_htod, &UmTally::fault_dtoh})
+    add_to(this->*m, o.*m);
+  for (int64_t UmTally::*m : {&UmTally::fault_htod_ns, &UmTally::fault_dtoh_ns, &UmTally::gpu_faults, &UmTally::cpu_faults,
+                              &UmTally::thrashing, &UmTally::throttling, &UmTally::remote_maps, &UmTally::migration_ns})
+    add_to(this->*m, o.*m);
 }
 
 std::string site_label(const std::vector<SiteFrame>& frames) {
