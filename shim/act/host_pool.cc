@@ -141,7 +141,7 @@ bool start() {
 
 void* take(size_t n, size_t align, Origin origin, bool zero) {
   // Blocks under half a granule stay glibc's whatever HOST_THRESHOLD says: each would cost a whole
-  // 2 MiB granule (a low threshold made `import numpy` resident at 2.4 GB instead of 41 MB).
+  // 2 MiB granule (issue 28: a low threshold multiplied a Python import's resident memory).
   if (!g_pool || g_child_off || align > page() || n < kAlign / 2) return nullptr;
   ShimScope scope;
   Stats& st = runtime_stats();
