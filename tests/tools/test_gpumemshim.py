@@ -101,6 +101,9 @@ class RunOptionsTest(unittest.TestCase):
                 self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
         r = gms("run", "--", "sh", "-c", "echo started", env=clean_env(GPUMEMSHIM_SWAP_CHUNK="3M"))
         self.assert_refused(r, "GPUMEMSHIM_SWAP_CHUNK='3M' is not valid (not a power of two from 2M to 64M; accepted:")
+
+    @child_under_shim
+    def test_values_within_range_run(self):
         r = gms("run", "--swap-chunk", "4M", "--host-threshold", "64K", "--", "sh", "-c", "echo started")
         self.assertEqual((r.returncode, r.stdout), (0, "started\n"), r.stderr)
 
