@@ -11,13 +11,13 @@
 #include "act/host_alloc.h"
 #include "act/residency.h"
 #include "act/swap.h"
+#include "driver/calls.h"
 #include "trace/trace.h"
-#include "entry/common.h"
 
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 using policy::Where;
 
 policy::PlacementConfig make_config() {
@@ -146,7 +146,7 @@ void trim_swap_spares(int dev, uint64_t more) {
 }
 
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
-  int dev = out ? entry::current_device() : -1;
+  int dev = out ? driver::current_device() : -1;
   if (dev < 0 || !placement_active()) {
     // Pass-through, or a thread with no current context: PyTorch's autograd thread makes its first
     // stream-ordered allocation that way (the driver takes the context from the stream). Nothing
@@ -155,13 +155,13 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     CUresult r = device_alloc(ctx);
     bool ok = r == CUDA_SUCCESS && out;
     observe::region_alloc(req.family, ok, ok ? static_cast<uintptr_t>(*out) : 0, req.bytes, MemKind::device,
-                          req.origin, !ok ? -1 : dev >= 0 ? dev : entry::device_of(static_cast<uintptr_t>(*out)), 0);
+                          req.origin, !ok ? -1 : dev >= 0 ? dev : driver::device_of(static_cast<uintptr_t>(*out)), 0);
     return r;
   }
   const auto& cfg = placement_config();
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
-  pr.capturing = req.stream_ordered && entry::stream_capturing(req.stream, req.per_thread);
+  pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
   // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
   policy::DeviceBudget budget{device_limit(dev), ledger().used(dev)};
   policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);
@@ -292,7 +292,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
                  region->placement == Placement::swap)) {
     const bool swap = region->placement == Placement::swap;
-    if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
+    if (stream_ordered && driver::stream_capturing(stream, per_thread)) {
       // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
       // must outlive every launch of the graph's kernels, and synchronising a capturing stream would
       // end the capture. So it is kept, and goes back to the system with the process.
@@ -313,7 +313,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     } else {
       if (stream_ordered) {
         // The program may still have work queued on the stream that uses this memory.
-        r = entry::sync_stream(stream, per_thread);
+        r = driver::sync_stream(stream, per_thread);
       }
       if (r == CUDA_SUCCESS) {
         r = region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))
@@ -330,7 +330,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
 
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
   if (!placement_active()) return;
-  int dev = entry::current_device();
+  int dev = driver::current_device();
   uint64_t limit = device_limit(dev);
   if (limit == 0) return;
   uint64_t used = ledger().used(dev);  // prefetched managed memory is evictable, so it is free

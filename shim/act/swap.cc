@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/runtime.h"
-#include "entry/common.h"
+#include "driver/calls.h"
 #include "policy/arena.h"
 #include "policy/residency.h"
 #include "trace/trace.h"
@@ -24,7 +24,7 @@
 namespace gms::act::swap {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 
 constexpr uint64_t kGranule = 2ull << 20;  // cuMemCreate's granularity on every current GPU
 
@@ -172,7 +172,7 @@ CUresult sync_context() {
 
 CUresult wait_stream(CUstream stream, bool per_thread) {
   Timed t(Timing::swap_wait_ns);
-  return entry::sync_stream(stream, per_thread);
+  return driver::sync_stream(stream, per_thread);
 }
 
 CUmemAllocationProp prop(bool host, int dev) {
@@ -279,7 +279,7 @@ CUresult map(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle handle,
 // An idle event of the current context's pool, or a new one; null when there is none.
 Mark take_event(State& s) {
   Mark m;
-  m.dev = entry::current_device();
+  m.dev = driver::current_device();
   if (m.dev < 0 || m.dev >= kMaxDevices) return {};
   auto& pool = s.events[m.dev];
   if (!pool.empty()) {
@@ -484,7 +484,7 @@ uint64_t unscanned_work() {
 
 // The shim's own stream for copies out (0) or in (1) in the current context; null if none.
 CUstream copy_stream(State& s, int which) {
-  const int dev = entry::current_device();
+  const int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) return nullptr;
   CUstream& st = s.copy_streams[dev][which];
   if (!st && call_real(GMS_REAL(cuStreamCreate), &st, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) st = nullptr;
@@ -541,7 +541,7 @@ void wait_for_queueing(State& s, std::unique_lock<std::mutex>& lock) {
 // the driver will not queue the wait.
 void gpu_wait(const Mark& m, CUstream stream, bool per_thread) {
   if (!m.event) return;
-  if (call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(stream, per_thread), m.event, 0u) != CUDA_SUCCESS) {
+  if (call_real(GMS_REAL(cuStreamWaitEvent), driver::stream_handle(stream, per_thread), m.event, 0u) != CUDA_SUCCESS) {
     Timed t(Timing::swap_wait_ns);
     call_real(GMS_REAL(cuEventSynchronize), m.event);
   }
@@ -806,7 +806,7 @@ uint64_t chunk_bytes() {
 bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, std::vector<Woken>* woken) {
   if (dev < 0 || dev >= kMaxDevices) return false;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -833,7 +833,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
                 std::vector<Woken>* woken) {
   if (dev < 0 || dev >= kMaxDevices) return CUDA_ERROR_INVALID_VALUE;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   Timed timed(Timing::swap_create_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -888,7 +888,7 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
 
 CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintptr_t>* dead) {
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   Timed timed(Timing::swap_free_ns);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -907,7 +907,7 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintp
       if (it != s.ranges.end()) gpu_wait(it->second.ready, use.stream, use.per_thread);
     }
     Mark e = take_event(s);
-    if (e.event && record(e, entry::stream_handle(use.stream, use.per_thread))) {
+    if (e.event && record(e, driver::stream_handle(use.stream, use.per_thread))) {
       tag = s.next_tag++;
       s.tags[tag] = State::Tagged{e, sl};
       s.tag_order.push_back(tag);
@@ -974,7 +974,7 @@ uint64_t retired_device_bytes(int dev) {
 void release_retired(int dev, uint64_t device_bytes, uint64_t keep_spare) {
   if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   uint64_t freed = 0;
@@ -999,7 +999,7 @@ uint64_t spare_device_bytes(int dev) {
 void trim_spares(int dev, uint64_t allowed) {
   if (dev < 0 || dev >= kMaxDevices) return;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   auto& pool = s.spare_device[dev];
@@ -1013,7 +1013,7 @@ void trim_spares(int dev, uint64_t allowed) {
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   if (moves.empty()) return;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   Timed timed(Timing::swap_move_ns);
   State& s = state();
   std::unique_lock lock(s.mu);
@@ -1115,7 +1115,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
     CUresult c = copy_out(s, o.host.side, o.at.chunk().device.side, o.at.size(), out_stream, out_pt, scan ? o.at.range->dev : -1);
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = take_event(s);
-      events = events && o.copied.event && record(o.copied, entry::stream_handle(out_stream, out_pt));
+      events = events && o.copied.event && record(o.copied, driver::stream_handle(out_stream, out_pt));
       return false;
     }
     give_host(s, o.host);
@@ -1280,7 +1280,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
       if (!range->ready.event) range->ready = take_event(s);
       ok = range->ready.event && record(range->ready, in_stream);
     }
-    const int dev = entry::current_device();
+    const int dev = driver::current_device();
     if (ok && (ok = dev >= 0 && dev < kMaxDevices)) {
       Mark& last = s.copies[dev];
       if (!last.event) last = take_event(s);
@@ -1308,7 +1308,7 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
 void finish_copies() {
   if (options().swap_order != SwapOrder::scan) return;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   ++s.unscanned_open;
@@ -1334,7 +1334,7 @@ void end_unscanned() {
 void unpark(uintptr_t addr) {
   if (g_parked.load(std::memory_order_relaxed) == 0) return;  // moves hold the lock across GPU waits
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   if (!slab_of(s, addr)) return;
@@ -1360,7 +1360,7 @@ void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_ord
 void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread) {
   if (n == 0) return;
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
   std::lock_guard lock(s.mu);
   std::vector<uintptr_t> parked;  // left where they are, read over the link
@@ -1375,7 +1375,7 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
     CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);
     if (q == CUDA_SUCCESS) {
       give_event(s, ready);
-    } else if (call_real(GMS_REAL(cuStreamWaitEvent), entry::stream_handle(stream, per_thread), ready.event, 0u) != CUDA_SUCCESS) {
+    } else if (call_real(GMS_REAL(cuStreamWaitEvent), driver::stream_handle(stream, per_thread), ready.event, 0u) != CUDA_SUCCESS) {
       call_real(GMS_REAL(cuEventSynchronize), ready.event);
     }
   }
@@ -1385,9 +1385,9 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched) {
   constexpr size_t kMaxStreams = 4;  // per range; past it the oldest mark is waited for and reused
   ShimScope scope;
-  entry::RelaxedCapture relaxed;
+  driver::RelaxedCapture relaxed;
   State& s = state();
-  const CUstream handle = entry::stream_handle(stream, per_thread);
+  const CUstream handle = driver::stream_handle(stream, per_thread);
   std::lock_guard lock(s.mu);
   if (launched && unmarked) s.unscanned_seen = kUnmarked;
   for (size_t k = 0; k < n; ++k) {
