@@ -5,7 +5,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "core/observe.h"
+#include "observe/observe.h"
 #include "driver/cuda_driver.h"
 #include "policy/placement.h"
 

@@ -10,7 +10,6 @@
 #include "guard.h"
 #include "log.h"
 #include "out_file.h"
-#include "trace/trace.h"
 
 extern char** environ;
 
@@ -134,7 +133,6 @@ void runtime_init() {
   g_host_threshold.store(parsed.host_threshold.bytes, std::memory_order_relaxed);
   if (invalid) g_passthrough.store(true, std::memory_order_relaxed);
   if (!g_initialised.exchange(true)) pthread_atfork(fork_prepare, fork_parent, fork_child);
-  trace::configure(parsed);  // after the runtime's fork handlers: see trace::configure
 }
 
 void runtime_report() {

@@ -4,7 +4,7 @@
 // call, hands it to act/ (which decides and carries it out) or to the real driver, and tells
 // core/observe what happened. Nothing here may allocate on the fast path.
 #include "core/guard.h"
-#include "core/observe.h"
+#include "observe/observe.h"
 #include "core/runtime.h"
 #include "driver/calls.h"
 
