@@ -11,6 +11,7 @@
 #include "act/host_alloc.h"
 #include "act/residency.h"
 #include "act/swap.h"
+#include "driver/budget.h"
 #include "driver/calls.h"
 #include "trace/trace.h"
 
@@ -76,19 +77,16 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   return r;
 }
 
-// Device memory the program and the shim's movable memory hold, within the budget.
-uint64_t swap_taken(int dev) { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); }
-
 // Room on the device for `bytes` more of movable memory, within the budget: spare device memory
 // goes first, then freed chunks kept for reuse, then (with `evict`) evictions of the least
 // recently used memory.
 enum class Room { now, after_evictions, never };
 Room room_for_swap(int dev, uint64_t bytes, bool evict) {
-  const uint64_t limit = device_limit(dev);
+  const uint64_t limit = budget::limit(dev);
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
-  trim_swap_spares(dev, 0);
+  swap::fit_spares(dev, 0);
   // The new chunks take spare memory first: what is left of it stays, within the budget.
-  auto over = [&] { uint64_t t = swap_taken(dev) + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
+  auto over = [&] { uint64_t t = swap::taken(dev) + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
   if (over()) swap::release_retired(dev, over(), bytes);
   if (over() == 0) return Room::now;
   if (options().prefetch == Prefetch::off) return Room::never;  // the planner moves nothing then
@@ -97,14 +95,14 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const bool made = over() == 0;
   // Device memory the evictions left (their copies are over in context order) is not kept past
   // the budget.
-  trim_swap_spares(dev, bytes);
+  swap::fit_spares(dev, bytes);
   return made ? Room::now : Room::never;
 }
 
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
   Line l;
   l.str("refused ").bytes(req.bytes).str(" on device ").i64(dev).str(": ").str(reason).str(" (device budget ")
-      .bytes(device_limit(dev)).str(", in use ").bytes(ledger().used(dev)).str(")");
+      .bytes(budget::limit(dev)).str(", in use ").bytes(ledger().used(dev)).str(")");
   log(LogLevel::info, l);
 }
 
@@ -130,21 +128,6 @@ bool placement_active() {
   return c.policy != policy::PolicyKind::off || c.limit_enforced;
 }
 
-uint64_t device_limit(int dev) {
-  uint64_t l = ledger().limit(dev);
-  if (l != 0 || dev < 0) return l;
-  size_t total = 0;
-  if (call_real(GMS_REAL(cuDeviceTotalMem_v2), &total, static_cast<CUdevice>(dev)) != CUDA_SUCCESS) return 0;
-  l = options().device_limit.for_device(dev, total);
-  ledger().set_limit(dev, l);
-  return l;
-}
-
-void trim_swap_spares(int dev, uint64_t more) {
-  const uint64_t limit = device_limit(dev), taken = swap_taken(dev) + more;
-  swap::trim_spares(dev, limit > taken ? limit - taken : 0);
-}
-
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
   int dev = out ? driver::current_device() : -1;
   if (dev < 0 || !placement_active()) {
@@ -163,8 +146,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   pr.bytes = req.bytes;
   pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
   // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
-  policy::DeviceBudget budget{device_limit(dev), ledger().used(dev)};
-  policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);
+  policy::DeviceBudget within{budget::limit(dev), ledger().used(dev)};
+  policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   if (p.where == Where::device) {
@@ -176,7 +159,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {
       pr.device_refused = true;  // the card is fuller than the budget says: other processes
-      p = policy::place(cfg, budget, ledger().created(), pr);
+      p = policy::place(cfg, within, ledger().created(), pr);
     }
   }
   uintptr_t alias = 0;
@@ -208,7 +191,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         Room room = need == 0 ? Room::now : room_for_swap(dev, need, false);
         // Address space for all the movable memory the budget and the managed cap allow, twice
         // over for room between allocations: one slab, normally.
-        const uint64_t slab = 2 * (device_limit(dev) + cfg.managed_limit);
+        const uint64_t slab = 2 * (budget::limit(dev) + cfg.managed_limit);
         r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
         if (room == Room::after_evictions) {
           // Mapped before the evictions that make its room start copying to the host: while such
@@ -307,7 +290,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     if (swap) {
       // Kept for reuse (act/swap.h), at most a budget's worth.
       std::vector<uintptr_t> dead;
-      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
+      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, budget::limit(region->device), &dead);
       if (r == CUDA_SUCCESS) residency_swap_freed(region->base, region->size, region->device);  // chunks still tracked
       for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {
@@ -330,13 +313,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
 
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
   if (!placement_active()) return;
-  int dev = driver::current_device();
-  uint64_t limit = device_limit(dev);
-  if (limit == 0) return;
-  uint64_t used = ledger().used(dev);  // prefetched managed memory is evictable, so it is free
-  uint64_t left = used < limit ? limit - used : 0;
-  if (total_bytes) *total_bytes = limit;
-  if (free_bytes && *free_bytes > left) *free_bytes = left;
+  budget::clamp_mem_info(driver::current_device(), free_bytes, total_bytes);
 }
 
 }  // namespace gms::act

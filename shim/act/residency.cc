@@ -13,6 +13,7 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "driver/budget.h"
 #include "driver/calls.h"
 #include "policy/lifetime.h"
 #include "policy/residency.h"
@@ -336,13 +337,12 @@ void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
   if (options().swap_order != SwapOrder::scan || !options().swap_ahead.value) return;
   policy::StepLearner* l = learner(s, dev);
   if (!l || l->state() != policy::StepLearner::State::following || driver::stream_capturing(stream, per_thread)) return;
-  const uint64_t limit = device_limit(dev), used = ledger().used(dev);
   policy::ResidencyPlanner& p = planner(s, dev);
-  std::vector<policy::Action> ahead = p.plan_ahead(chunks_ahead(s, *l, dev), used < limit ? limit - used : 0);
+  std::vector<policy::Action> ahead = p.plan_ahead(chunks_ahead(s, *l, dev), budget::left(dev));
   if (ahead.empty()) return;
   ledger().set_resident(dev, p.resident_bytes());
   carry_out(s, ahead, dev, stream, per_thread, 0, true);
-  trim_swap_spares(dev, 0);
+  swap::fit_spares(dev, 0);
 }
 
 // Scan order with parking: whether evicted chunks may be unmapped.
@@ -368,7 +368,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
     if (parking()) as_unscanned();  // no moves into a graph, but no parked chunk for the kernel either
     return false;
   }
-  uint64_t limit = device_limit(dev), used = ledger().used(dev);
+  uint64_t limit = budget::limit(dev), used = ledger().used(dev);
   policy::ResidencyPlanner& p = planner(s, dev);
   const uint64_t budget = used < limit ? limit - used : 0;
   // While the program follows a learnt step, room comes from what is used again farthest ahead.
@@ -396,7 +396,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   carry_out(s, actions, dev, stream, per_thread, early, false, following != nullptr);
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
-  if (!actions.empty()) trim_swap_spares(dev, 0);
+  if (!actions.empty()) swap::fit_spares(dev, 0);
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
     t_uses.overflow = t_uses.unscanned = false;
@@ -451,10 +451,9 @@ void residency_make_room(int device, uint64_t bytes) {
   State& s = state();
   // Held while the moves are carried out: see before_launch_slow.
   std::lock_guard lock(s.mu);
-  uint64_t limit = device_limit(device), used = ledger().used(device);
   policy::ResidencyPlanner& p = planner(s, device);
   LearntRoom learnt(s, device);
-  std::vector<policy::Action> actions = p.plan_room(bytes, used < limit ? limit - used : 0);
+  std::vector<policy::Action> actions = p.plan_room(bytes, budget::left(device));
   ledger().set_resident(device, p.resident_bytes());
   // Not ordered after any particular stream: the context synchronisation before the copies is.
   carry_out(s, actions, device, nullptr, false, 0, false, learnt.following() != nullptr);

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/runtime.h"
+#include "driver/budget.h"
 #include "driver/calls.h"
 #include "policy/arena.h"
 #include "policy/residency.h"
@@ -1008,6 +1009,13 @@ void trim_spares(int dev, uint64_t allowed) {
     drop_backing(pool.back());
     pool.pop_back();
   }
+}
+
+uint64_t taken(int dev) { return ledger().used(dev) + ledger().resident(dev) + retired_device_bytes(dev); }
+
+void fit_spares(int dev, uint64_t more) {
+  const uint64_t limit = budget::limit(dev), held = taken(dev) + more;
+  trim_spares(dev, limit > held ? limit - held : 0);
 }
 
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {

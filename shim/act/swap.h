@@ -104,6 +104,12 @@ void release_retired(int dev, uint64_t device_bytes, uint64_t keep_spare = 0);
 uint64_t spare_device_bytes(int dev);
 // Releases spare device memory of `dev` until at most `allowed` bytes are left.
 void trim_spares(int dev, uint64_t allowed);
+// Device memory of `dev` counted against its budget: the program's, the residency planner's and
+// that of the chunks with nothing live (spares not included: they are the room the budget leaves).
+uint64_t taken(int dev);
+// Releases spare device memory of `dev` beyond what its budget (driver/budget.h) leaves once
+// `more` bytes are taken too.
+void fit_spares(int dev, uint64_t more);
 
 // One of a launch's moves: the chunk at `base` (a residency region is one chunk), `bytes` long.
 struct Move {

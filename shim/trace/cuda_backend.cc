@@ -27,6 +27,7 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "driver/budget.h"
 #include "driver/libc.h"
 #include "gms/build_config.h"
 #include "names.h"
@@ -634,7 +635,7 @@ void describe(Out& out) {
     if (total_fn) total_fn(&total, dev);
     if (i) out.chr(',');
     out.raw("{\"index\":").i64(i).raw(",\"name\":").str(name).raw(",\"total_bytes\":").u64(total);
-    out.raw(",\"budget_bytes\":").u64(options().device_limit.for_device(i, total));
+    out.raw(",\"budget_bytes\":").u64(budget::of(i, total));
     int domain = 0, bus = 0, slot = 0, gen = 0, width = 0;
     if (attr && attr(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
         attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
