@@ -11,8 +11,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "act/config.h"
 #include "act/host_pool.h"
-#include "act/placement.h"
 #include "act/residency.h"
 #include "act/staging.h"
 #include "core/guard.h"

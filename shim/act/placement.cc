@@ -21,34 +21,6 @@ namespace {
 using driver::call_real;
 using policy::Where;
 
-policy::PlacementConfig make_config() {
-  const Options& o = options();
-  policy::PlacementConfig c;
-  switch (passthrough() ? Policy::off : o.policy) {
-    case Policy::off:
-      c.policy = policy::PolicyKind::off;
-      break;
-    case Policy::spill:
-      c.policy = policy::PolicyKind::spill;
-      break;
-    case Policy::managed:
-      c.policy = policy::PolicyKind::managed;
-      break;
-    case Policy::pinned:
-      c.policy = policy::PolicyKind::pinned;
-      break;
-    case Policy::swap:
-      c.policy = policy::PolicyKind::swap;
-      break;
-  }
-  c.spill = o.spill == SpillTo::pinned ? policy::SpillTarget::pinned : policy::SpillTarget::managed;
-  c.min_size = o.min_size.bytes;
-  uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  c.managed_limit = o.managed_limit.resolve(ram);
-  c.limit_enforced = o.device_limit.any && !passthrough();
-  return c;
-}
-
 CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), out, bytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL));
   if (r != CUDA_SUCCESS) return r;
@@ -108,11 +80,6 @@ void say_refused(const AllocRequest& req, int dev, const char* reason) {
 
 }  // namespace
 
-const policy::PlacementConfig& placement_config() {
-  static const policy::PlacementConfig c = make_config();
-  return c;
-}
-
 void placement_init() {
   if (placement_config().policy != policy::PolicyKind::swap) return;
   // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data
@@ -121,11 +88,6 @@ void placement_init() {
   if (getenv("PYTORCH_CUDA_ALLOC_CONF") || getenv("PYTORCH_ALLOC_CONF")) return;
   setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
   log(LogLevel::info, Line().str("policy swap: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so that PyTorch frees what it frees"));
-}
-
-bool placement_active() {
-  const auto& c = placement_config();
-  return c.policy != policy::PolicyKind::off || c.limit_enforced;
 }
 
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {

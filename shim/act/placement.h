@@ -5,18 +5,16 @@
 #include <optional>
 #include <type_traits>
 
+#include "act/config.h"
 #include "observe/observe.h"
 #include "driver/cuda_driver.h"
 #include "policy/placement.h"
 
 namespace gms::act {
 
-const policy::PlacementConfig& placement_config();
 // At load, before the program runs: under policy swap, PyTorch is asked for its cudaMallocAsync
 // allocator backend unless the program's environment already configures PyTorch's allocator.
 void placement_init();
-// Whether allocations need deciding at all: a policy other than off, or an enforced limit.
-bool placement_active();
 
 struct AllocRequest {
   Origin origin;

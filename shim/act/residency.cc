@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "act/placement.h"
+#include "act/config.h"
 #include "act/swap.h"
 #include "core/guard.h"
 #include "core/log.h"
