@@ -85,7 +85,7 @@ void placement_init() {
   // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data
   // in and out of the budget (resnet50 at 1.6x its budget on the H100: 1,238 ms per step against
   // 352 with the async backend, whose frees the shim sees and whose ranges it hands out again).
-  if (getenv("PYTORCH_CUDA_ALLOC_CONF") || getenv("PYTORCH_ALLOC_CONF")) return;
+  if (env_value(Env::pytorch_cuda_alloc_conf) || env_value(Env::pytorch_alloc_conf)) return;
   setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
   log(LogLevel::info, Line().str("policy swap: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so that PyTorch frees what it frees"));
 }

@@ -11,8 +11,6 @@
 #include "log.h"
 #include "out_file.h"
 
-extern char** environ;
-
 namespace gms {
 
 // Only atomics: constant-initialised, so valid before any constructor of this library runs.
@@ -61,7 +59,7 @@ void quiet_option(const char*, void*) {}
 // settings do not say the same again: one report per process tree, not one per process.
 void mark_reported() {
   char hex[17];
-  uint64_t f = settings_fingerprint(environ);
+  uint64_t f = settings_fingerprint(process_environment());
   int n = 0;
   do {
     hex[n++] = "0123456789abcdef"[f & 15];
@@ -125,8 +123,8 @@ void runtime_init() {
   ShimScope scope;
   Options parsed;
   int reported = 0;
-  bool said_before = settings_reported(environ);
-  int invalid = parse_options(environ, &parsed, said_before ? quiet_option : report_option, &reported);
+  bool said_before = settings_reported(process_environment());
+  int invalid = parse_options(process_environment(), &parsed, said_before ? quiet_option : report_option, &reported);
   if (reported && log_enabled(LogLevel::warn)) mark_reported();
   options_() = parsed;
   set_log_level(parsed.log);

@@ -35,8 +35,6 @@
 #include "record.h"
 #include "trace.h"
 
-extern char** environ;
-
 namespace gms::trace {
 namespace {
 
@@ -88,10 +86,7 @@ bool readable(const char* path) { return access(path, R_OK) == 0; }
 // LD_LIBRARY_PATH, then the CUDA toolkit the shim was built with.
 bool find_cupti_file(char* out, size_t size) {
   const char* soname = cupti_soname();
-  const char* ld_path = nullptr;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "LD_LIBRARY_PATH=", 16) == 0) ld_path = *e + 16;
-  }
+  const char* ld_path = env_value(Env::ld_library_path);
   auto try_dir = [&](const char* dir, size_t n) {
     if (n == 0) return false;
     Line l;
@@ -115,20 +110,12 @@ bool find_cupti_file(char* out, size_t size) {
   return false;
 }
 
-const char* env_value(const char* name) {
-  size_t n = std::strlen(name);
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
-  }
-  return nullptr;
-}
-
 // One copy of libcupti in the process: the one the program already has, the one NVTX is told to
 // inject (so that NVTX ranges reach the CUPTI we enable), then the usual names and directories.
 void* load_cupti(char* tried, size_t tried_size) {
   Line names;
   void* h = dlopen(cupti_soname(), RTLD_NOW | RTLD_NOLOAD);
-  const char* nvtx = env_value("NVTX_INJECTION64_PATH");
+  const char* nvtx = env_value(Env::nvtx_injection);
   if (!h && nvtx && std::strstr(nvtx, "libcupti")) {
     h = dlopen(nvtx, RTLD_NOW | RTLD_LOCAL);
     names.str(nvtx);
@@ -665,7 +652,7 @@ void attach_cuda_backend() {
   if (!configured()) return;
   // NVTX reaches CUPTI only through its injection hook, read from the environment at the
   // program's first NVTX call: point it at the libcupti that the trace will load.
-  if (env_value("NVTX_INJECTION64_PATH")) return;
+  if (env_value(Env::nvtx_injection)) return;
   if (find_cupti_file(g_nvtx_path, sizeof(g_nvtx_path))) {
     setenv("NVTX_INJECTION64_PATH", g_nvtx_path, 0);
   } else {
