@@ -577,15 +577,8 @@ bool pcie_link(int domain, int bus, int device, int* gen, int* width) {
     return true;
   };
   Line dir;
-  auto hex = [&](int v, int digits) {
-    for (int i = digits - 1; i >= 0; --i) dir.chr("0123456789abcdef"[(v >> (4 * i)) & 15]);
-  };
-  dir.str("/sys/bus/pci/devices/");
-  hex(domain, 4);
-  dir.chr(':');
-  hex(bus, 2);
-  dir.chr(':');
-  hex(device, 2);
+  dir.str("/sys/bus/pci/devices/").hex_digits(static_cast<uint64_t>(domain), 4).chr(':');
+  dir.hex_digits(static_cast<uint64_t>(bus), 2).chr(':').hex_digits(static_cast<uint64_t>(device), 2);
   dir.str(".0/");
   Line speed_path, width_path;
   speed_path.str(dir.data(), dir.size()).str("current_link_speed");
