@@ -36,8 +36,8 @@ CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
 CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   void* h = nullptr;
   unsigned flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
-  // Large ones made the shim's way (act/host_alloc.h): 4 GiB in about 0.25 s, where the driver
-  // takes 1.7 to 2.1 s and frees them in 0.5 to 0.7 s.
+  // Large ones made the shim's way (act/host_alloc.h): several times faster than the driver makes
+  // and frees them (docs/analysis/swap-notes.md, "Pinned spills").
   CUresult r = host_alloc(&h, bytes, flags);
   if (r != CUDA_SUCCESS) return r;
   r = call_real(GMS_REAL(cuMemHostGetDevicePointer_v2), out, h, 0u);
@@ -82,9 +82,9 @@ void say_refused(const AllocRequest& req, int dev, const char* reason) {
 
 void placement_init() {
   if (placement_config().policy != policy::PolicyKind::swap) return;
-  // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data
-  // in and out of the budget (resnet50 at 1.6x its budget on the H100: 1,238 ms per step against
-  // 352 with the async backend, whose frees the shim sees and whose ranges it hands out again).
+  // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data in
+  // and out of the budget; the async backend's frees reach the shim, which hands their ranges out
+  // again (docs/analysis/swap-notes.md, "PyTorch's allocator").
   if (env_value(Env::pytorch_cuda_alloc_conf) || env_value(Env::pytorch_alloc_conf)) return;
   setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
   log(LogLevel::info, Line().str("policy swap: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so that PyTorch frees what it frees"));
@@ -156,10 +156,10 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         const uint64_t slab = 2 * (budget::limit(dev) + cfg.managed_limit);
         r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
         if (room == Room::after_evictions) {
-          // Mapped before the evictions that make its room start copying to the host: while such
-          // copies run, cuMemSetAccess takes about 15 ms per GiB on the H100, 1 ms with none
-          // (tests/gpu/placement/vmm_access.cu). The card holds the new chunks meanwhile, as it
-          // holds evicted memory until its copy is over; when it is full, the evictions go first.
+          // Mapped before the evictions that make its room start copying to the host: access calls
+          // are many times slower under such copies (docs/analysis/swap-notes.md, "The copy
+          // gate"). The card holds the new chunks meanwhile, as it holds evicted memory until its
+          // copy is over; when it is full, the evictions go first.
           if (r == CUDA_SUCCESS) {
             room_for_swap(dev, need, true);
           } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
