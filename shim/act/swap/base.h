@@ -34,6 +34,20 @@ class Timed {
   uint64_t t0_;
 };
 
+// A call from outside that changes movable memory, while it lives: the shim's guard, relaxed
+// capture (driver/calls.h), its time in the statistics (the wait for the lock included), the lock.
+class Guarded {
+ public:
+  explicit Guarded(Timing t) : timed_(t), lock_(mu()) {}
+  std::unique_lock<std::mutex>& lock() { return lock_; }
+
+ private:
+  ShimScope scope_;
+  driver::RelaxedCapture relaxed_;
+  Timed timed_;
+  std::unique_lock<std::mutex> lock_;
+};
+
 inline CUresult sync_context() {
   Timed t(Timing::swap_wait_ns);
   return driver::call_real(GMS_REAL(cuCtxSynchronize));

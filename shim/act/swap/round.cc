@@ -316,11 +316,8 @@ void finish(Round& round) {
 
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   if (moves.empty()) return;
-  ShimScope scope;
-  driver::RelaxedCapture relaxed;
-  Timed timed(Timing::swap_move_ns);
-  std::unique_lock lock(mu());
-  wait_for_queueing(lock);
+  Guarded call(Timing::swap_move_ns);
+  wait_for_queueing(call.lock());
   Round round(moves);
   if (!plan(round)) return;
   pick_streams(round, stream, per_thread);

@@ -139,6 +139,13 @@ void Slabs::bury(Slab& sl, uint64_t c) {
   if (it->second.chunk.on_device()) dead_device[sl.dev] += it->second.size;
 }
 
+CUdeviceptr Slabs::hand_out(Slab& sl, const policy::Arena::Spot& spot, const policy::Arena::Grant& g, const Use& use,
+                            std::vector<Woken>* woken) {
+  wait_frees(g, use);
+  wake(sl, g, woken);
+  return static_cast<CUdeviceptr>(sl.base + spot.offset);
+}
+
 void Slabs::wake(Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken) {
   for (uint64_t c : g.woken) {
     const uintptr_t base = sl.chunk_base(c);
@@ -212,17 +219,12 @@ uint64_t chunk_bytes() {
 
 bool reuse(CUdeviceptr* out, uint64_t bytes, int dev, const Use& use, std::vector<Woken>* woken) {
   if (dev < 0 || dev >= kMaxDevices) return false;
-  ShimScope scope;
-  driver::RelaxedCapture relaxed;
-  Timed timed(Timing::swap_create_ns);
-  std::lock_guard lock(mu());
+  Guarded call(Timing::swap_create_ns);
   Slabs& s = slabs();
   auto [sl, spot] = s.find_spot(bytes, dev, true);
   policy::Arena::Grant g;
   if (!sl || !sl->arena.take(spot.offset, spot.size, &g)) return false;
-  s.wait_frees(g, use);
-  s.wake(*sl, g, woken);
-  *out = static_cast<CUdeviceptr>(sl->base + spot.offset);
+  *out = s.hand_out(*sl, spot, g, use, woken);
   runtime_stats().decision(Decision::swap_reused, spot.size);
   return true;
 }
@@ -238,10 +240,7 @@ uint64_t backing_needed(uint64_t bytes, int dev) {
 CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const Use& use, uint64_t slab_bytes,
                 std::vector<Woken>* woken) {
   if (dev < 0 || dev >= kMaxDevices) return CUDA_ERROR_INVALID_VALUE;
-  ShimScope scope;
-  driver::RelaxedCapture relaxed;
-  Timed timed(Timing::swap_create_ns);
-  std::lock_guard lock(mu());
+  Guarded call(Timing::swap_create_ns);
   Slabs& s = slabs();
   Backings& b = backings();
   s.release_dead_hosts();
@@ -287,17 +286,12 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
   }
   policy::Arena::Grant g;
   sl->arena.take(spot.offset, spot.size, &g);
-  s.wait_frees(g, use);
-  s.wake(*sl, g, woken);
-  *out = static_cast<CUdeviceptr>(sl->base + spot.offset);
+  *out = s.hand_out(*sl, spot, g, use, woken);
   return CUDA_SUCCESS;
 }
 
 CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintptr_t>* dead) {
-  ShimScope scope;
-  driver::RelaxedCapture relaxed;
-  Timed timed(Timing::swap_free_ns);
-  std::lock_guard lock(mu());
+  Guarded call(Timing::swap_free_ns);
   Slabs& s = slabs();
   Marks& mk = marks();
   Slab* sl = s.slab_of(base);

@@ -74,10 +74,10 @@ struct Slabs {
   std::pair<Slab*, policy::Arena::Spot> find_spot(uint64_t bytes, int dev, bool device_only);
   // A new slab of at least `bytes` on `dev`, or null (*r says why).
   Slab* new_slab(int dev, uint64_t bytes, CUresult* r);
-  // The use of space handed out waits for the frees it covers: on the GPU when stream-ordered.
-  void wait_frees(const policy::Arena::Grant& g, const Use& use);
-  // The chunks of `g` that held nothing live: off the dead list, to be tracked again.
-  void wake(Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken);
+  // Space taken at `spot` of `sl` (grant `g`) goes to the program: its use waits for the frees it
+  // covers, and its chunks that held nothing live are tracked again. Returns its address.
+  CUdeviceptr hand_out(Slab& sl, const policy::Arena::Spot& spot, const policy::Arena::Grant& g, const Use& use,
+                       std::vector<Woken>* woken);
   // Chunk c of `sl` holds nothing live any more: kept, backed as it is, for the next allocation.
   void bury(Slab& sl, uint64_t c);
   // The program holds no movable memory any more: every chunk, slab and tag goes back.
@@ -85,6 +85,10 @@ struct Slabs {
 
  private:
   void drop_tag(Tag t);
+  // The use of space handed out waits for the frees it covers: on the GPU when stream-ordered.
+  void wait_frees(const policy::Arena::Grant& g, const Use& use);
+  // The chunks of `g` that held nothing live: off the dead list, to be tracked again.
+  void wake(Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken);
   // Waits here for the frees of the chunk's free space: nothing queued before them may still use it.
   void settle_chunk(Slab& sl, uint64_t c);
   // Unmaps a chunk (unless parked) and gives its memory back (device memory to the spares with
