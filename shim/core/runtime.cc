@@ -58,17 +58,9 @@ void quiet_option(const char*, void*) {}
 // Marks the environment (options.h, kReportedVariable) so that child processes inheriting these
 // settings do not say the same again: one report per process tree, not one per process.
 void mark_reported() {
-  char hex[17];
-  uint64_t f = settings_fingerprint(process_environment());
-  int n = 0;
-  do {
-    hex[n++] = "0123456789abcdef"[f & 15];
-    f >>= 4;
-  } while (f != 0);
-  char value[17];
-  for (int i = 0; i < n; ++i) value[i] = hex[n - 1 - i];
-  value[n] = '\0';
-  setenv(kReportedVariable, value, 1);
+  Line value;
+  value.hex(settings_fingerprint(process_environment()));
+  setenv(kReportedVariable, value.data() + 2, 1);  // the digits, without "0x"
 }
 
 void fork_prepare() {

@@ -77,8 +77,7 @@ Out& Out::str(const char* s, size_t n) {
       ++i;
     } else if (c < 0x20 || c == 0x7f) {
       raw("\\u00");
-      chr("0123456789abcdef"[c >> 4]);
-      chr("0123456789abcdef"[c & 15]);
+      hex_digits(c, 2);
       ++i;
     } else if (c < 0x80) {
       chr(static_cast<char>(c));
