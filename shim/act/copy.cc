@@ -11,14 +11,14 @@
 #include <optional>
 #include <unordered_map>
 
+#include "act/config.h"
 #include "act/host_pool.h"
-#include "act/placement.h"
 #include "act/residency.h"
 #include "act/staging.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "entry/common.h"
+#include "driver/calls.h"
 #include "policy/pinning.h"
 #include "trace/cuda_backend.h"
 #include "trace/trace.h"
@@ -26,7 +26,7 @@
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 
 uintptr_t page() {
   static const uintptr_t p = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -206,7 +206,7 @@ CUresult copy_registered(const HostCopy& c, uintptr_t lo, uintptr_t hi) {
   uintptr_t mid_lo = a > lo ? a : lo, mid_hi = b < hi ? b : hi;
   uintptr_t cut = b - upload_tail(c);  // [cut, b) through staging
   if (cut < mid_lo || cut > mid_hi) cut = b;
-  CUstream s = entry::stream_handle(c.stream, c.per_thread);
+  CUstream s = driver::stream_handle(c.stream, c.per_thread);
   CUresult r = CUDA_SUCCESS;
   if (mid_lo > a) r = dma(c, 0, mid_lo - a, s);
   if (r == CUDA_SUCCESS) r = dma(c, mid_lo - a, std::min(mid_hi, cut) - mid_lo, s);
@@ -256,7 +256,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   policy::CopyPath path = policy::choose_copy_path(policy::CopyCosts{}, mode, req);
   // In a capture, the graph would keep the shim's staging buffer (reused at once) or a registration
   // (dropped when the memory goes): the driver refuses pageable copies there, and so should the copy.
-  if (path != policy::CopyPath::driver && entry::stream_capturing(c.stream, c.per_thread)) {
+  if (path != policy::CopyPath::driver && driver::stream_capturing(c.stream, c.per_thread)) {
     path = policy::CopyPath::driver;
   }
   Stats& st = runtime_stats();
@@ -276,7 +276,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
     case policy::CopyPath::staged: {
       st.decision(Decision::copy_staged, c.bytes);
       trace::copy_path(trace::CopyPath::staged);
-      CUstream s2 = entry::stream_handle(c.stream, c.per_thread);
+      CUstream s2 = driver::stream_handle(c.stream, c.per_thread);
       return c.dir == HostCopyDir::htod ? staged_htod(c.dev, c.host, c.bytes, s2, !c.async)
                                         : staged_dtoh(c.host, c.dev, c.bytes, s2);
     }
@@ -289,7 +289,7 @@ CUresult copy_pageable(const HostCopy& c, CUresult (*ordinary)(void*), void* ctx
   // waited out.
   CUresult r = ordinary(ctx);
   if (r == CUDA_SUCCESS && c.async && inside && g_register_starts.load() != starts) {
-    r = StreamMark(entry::stream_handle(c.stream, c.per_thread)).wait();
+    r = StreamMark(driver::stream_handle(c.stream, c.per_thread)).wait();
   }
   return r;
 }
@@ -312,11 +312,11 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   } else {
     return false;
   }
-  if (entry::stream_capturing(stream, per_thread)) return false;  // the graph gets the driver's copy
+  if (driver::stream_capturing(stream, per_thread)) return false;  // the graph gets the driver's copy
   // Ordered after exactly the work the copy would have waited for: an event recorded on the copy's
   // own stream (synchronous copies: the default stream of the call's kind) completes when that work
   // does, the implicit waits between the legacy default stream and blocking streams included.
-  CUresult e = StreamMark(entry::stream_handle(async ? stream : nullptr, per_thread)).wait();
+  CUresult e = StreamMark(driver::stream_handle(async ? stream : nullptr, per_thread)).wait();
   if (e != CUDA_SUCCESS) {
     *result = e;
     return true;

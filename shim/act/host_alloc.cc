@@ -9,12 +9,12 @@
 #include "core/guard.h"
 #include "core/runtime.h"
 #include "driver/libc.h"
-#include "entry/common.h"
+#include "driver/calls.h"
 
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 
 struct Made {
   std::mutex mu;

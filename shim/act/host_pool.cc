@@ -11,7 +11,7 @@
 #include "act/copy.h"
 #include "core/guard.h"
 #include "core/log.h"
-#include "core/observe.h"
+#include "observe/observe.h"
 #include "core/runtime.h"
 #include "driver/cuda_driver.h"
 #include "driver/libc.h"

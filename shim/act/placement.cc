@@ -11,42 +11,15 @@
 #include "act/host_alloc.h"
 #include "act/residency.h"
 #include "act/swap.h"
+#include "driver/budget.h"
+#include "driver/calls.h"
 #include "trace/trace.h"
-#include "entry/common.h"
 
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 using policy::Where;
-
-policy::PlacementConfig make_config() {
-  const Options& o = options();
-  policy::PlacementConfig c;
-  switch (passthrough() ? Policy::off : o.policy) {
-    case Policy::off:
-      c.policy = policy::PolicyKind::off;
-      break;
-    case Policy::spill:
-      c.policy = policy::PolicyKind::spill;
-      break;
-    case Policy::managed:
-      c.policy = policy::PolicyKind::managed;
-      break;
-    case Policy::pinned:
-      c.policy = policy::PolicyKind::pinned;
-      break;
-    case Policy::swap:
-      c.policy = policy::PolicyKind::swap;
-      break;
-  }
-  c.spill = o.spill == SpillTo::pinned ? policy::SpillTarget::pinned : policy::SpillTarget::managed;
-  c.min_size = o.min_size.bytes;
-  uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  c.managed_limit = o.managed_limit.resolve(ram);
-  c.limit_enforced = o.device_limit.any && !passthrough();
-  return c;
-}
 
 CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), out, bytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL));
@@ -63,8 +36,8 @@ CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
 CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   void* h = nullptr;
   unsigned flags = CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE;
-  // Large ones made the shim's way (act/host_alloc.h): 4 GiB in about 0.25 s, where the driver
-  // takes 1.7 to 2.1 s and frees them in 0.5 to 0.7 s.
+  // Large ones made the shim's way (act/host_alloc.h): several times faster than the driver makes
+  // and frees them (docs/analysis/swap-notes.md, "Pinned spills").
   CUresult r = host_alloc(&h, bytes, flags);
   if (r != CUDA_SUCCESS) return r;
   r = call_real(GMS_REAL(cuMemHostGetDevicePointer_v2), out, h, 0u);
@@ -76,19 +49,16 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
   return r;
 }
 
-// Device memory the program and the shim's movable memory hold, within the budget.
-uint64_t swap_taken(int dev) { return ledger().used(dev) + ledger().resident(dev) + swap::retired_device_bytes(dev); }
-
 // Room on the device for `bytes` more of movable memory, within the budget: spare device memory
 // goes first, then freed chunks kept for reuse, then (with `evict`) evictions of the least
 // recently used memory.
 enum class Room { now, after_evictions, never };
 Room room_for_swap(int dev, uint64_t bytes, bool evict) {
-  const uint64_t limit = device_limit(dev);
+  const uint64_t limit = budget::limit(dev);
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
-  trim_swap_spares(dev, 0);
+  swap::fit_spares(dev, 0);
   // The new chunks take spare memory first: what is left of it stays, within the budget.
-  auto over = [&] { uint64_t t = swap_taken(dev) + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
+  auto over = [&] { uint64_t t = swap::taken(dev) + std::max(bytes, swap::spare_device_bytes(dev)); return t > limit ? t - limit : 0; };
   if (over()) swap::release_retired(dev, over(), bytes);
   if (over() == 0) return Room::now;
   if (options().prefetch == Prefetch::off) return Room::never;  // the planner moves nothing then
@@ -97,56 +67,31 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   const bool made = over() == 0;
   // Device memory the evictions left (their copies are over in context order) is not kept past
   // the budget.
-  trim_swap_spares(dev, bytes);
+  swap::fit_spares(dev, bytes);
   return made ? Room::now : Room::never;
 }
 
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
   Line l;
   l.str("refused ").bytes(req.bytes).str(" on device ").i64(dev).str(": ").str(reason).str(" (device budget ")
-      .bytes(device_limit(dev)).str(", in use ").bytes(ledger().used(dev)).str(")");
+      .bytes(budget::limit(dev)).str(", in use ").bytes(ledger().used(dev)).str(")");
   log(LogLevel::info, l);
 }
 
 }  // namespace
 
-const policy::PlacementConfig& placement_config() {
-  static const policy::PlacementConfig c = make_config();
-  return c;
-}
-
 void placement_init() {
   if (placement_config().policy != policy::PolicyKind::swap) return;
-  // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data
-  // in and out of the budget (resnet50 at 1.6x its budget on the H100: 1,238 ms per step against
-  // 352 with the async backend, whose frees the shim sees and whose ranges it hands out again).
-  if (getenv("PYTORCH_CUDA_ALLOC_CONF") || getenv("PYTORCH_ALLOC_CONF")) return;
+  // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data in
+  // and out of the budget; the async backend's frees reach the shim, which hands their ranges out
+  // again (docs/analysis/swap-notes.md, "PyTorch's allocator").
+  if (env_value(Env::pytorch_cuda_alloc_conf) || env_value(Env::pytorch_alloc_conf)) return;
   setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
   log(LogLevel::info, Line().str("policy swap: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so that PyTorch frees what it frees"));
 }
 
-bool placement_active() {
-  const auto& c = placement_config();
-  return c.policy != policy::PolicyKind::off || c.limit_enforced;
-}
-
-uint64_t device_limit(int dev) {
-  uint64_t l = ledger().limit(dev);
-  if (l != 0 || dev < 0) return l;
-  size_t total = 0;
-  if (call_real(GMS_REAL(cuDeviceTotalMem_v2), &total, static_cast<CUdevice>(dev)) != CUDA_SUCCESS) return 0;
-  l = options().device_limit.for_device(dev, total);
-  ledger().set_limit(dev, l);
-  return l;
-}
-
-void trim_swap_spares(int dev, uint64_t more) {
-  const uint64_t limit = device_limit(dev), taken = swap_taken(dev) + more;
-  swap::trim_spares(dev, limit > taken ? limit - taken : 0);
-}
-
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
-  int dev = out ? entry::current_device() : -1;
+  int dev = out ? driver::current_device() : -1;
   if (dev < 0 || !placement_active()) {
     // Pass-through, or a thread with no current context: PyTorch's autograd thread makes its first
     // stream-ordered allocation that way (the driver takes the context from the stream). Nothing
@@ -155,16 +100,16 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     CUresult r = device_alloc(ctx);
     bool ok = r == CUDA_SUCCESS && out;
     observe::region_alloc(req.family, ok, ok ? static_cast<uintptr_t>(*out) : 0, req.bytes, MemKind::device,
-                          req.origin, !ok ? -1 : dev >= 0 ? dev : entry::device_of(static_cast<uintptr_t>(*out)), 0);
+                          req.origin, !ok ? -1 : dev >= 0 ? dev : driver::device_of(static_cast<uintptr_t>(*out)), 0);
     return r;
   }
   const auto& cfg = placement_config();
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
-  pr.capturing = req.stream_ordered && entry::stream_capturing(req.stream, req.per_thread);
+  pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
   // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
-  policy::DeviceBudget budget{device_limit(dev), ledger().used(dev)};
-  policy::Placement p = policy::place(cfg, budget, ledger().created(), pr);
+  policy::DeviceBudget within{budget::limit(dev), ledger().used(dev)};
+  policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
   if (p.where == Where::device) {
@@ -176,7 +121,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {
       pr.device_refused = true;  // the card is fuller than the budget says: other processes
-      p = policy::place(cfg, budget, ledger().created(), pr);
+      p = policy::place(cfg, within, ledger().created(), pr);
     }
   }
   uintptr_t alias = 0;
@@ -208,13 +153,13 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         Room room = need == 0 ? Room::now : room_for_swap(dev, need, false);
         // Address space for all the movable memory the budget and the managed cap allow, twice
         // over for room between allocations: one slab, normally.
-        const uint64_t slab = 2 * (device_limit(dev) + cfg.managed_limit);
+        const uint64_t slab = 2 * (budget::limit(dev) + cfg.managed_limit);
         r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
         if (room == Room::after_evictions) {
-          // Mapped before the evictions that make its room start copying to the host: while such
-          // copies run, cuMemSetAccess takes about 15 ms per GiB on the H100, 1 ms with none
-          // (tests/gpu/placement/vmm_access.cu). The card holds the new chunks meanwhile, as it
-          // holds evicted memory until its copy is over; when it is full, the evictions go first.
+          // Mapped before the evictions that make its room start copying to the host: access calls
+          // are many times slower under such copies (docs/analysis/swap-notes.md, "The copy
+          // gate"). The card holds the new chunks meanwhile, as it holds evicted memory until its
+          // copy is over; when it is full, the evictions go first.
           if (r == CUDA_SUCCESS) {
             room_for_swap(dev, need, true);
           } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -292,7 +237,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
                  region->placement == Placement::swap)) {
     const bool swap = region->placement == Placement::swap;
-    if (stream_ordered && entry::stream_capturing(stream, per_thread)) {
+    if (stream_ordered && driver::stream_capturing(stream, per_thread)) {
       // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
       // must outlive every launch of the graph's kernels, and synchronising a capturing stream would
       // end the capture. So it is kept, and goes back to the system with the process.
@@ -307,13 +252,13 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
     if (swap) {
       // Kept for reuse (act/swap.h), at most a budget's worth.
       std::vector<uintptr_t> dead;
-      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, device_limit(region->device), &dead);
+      r = swap::retire(region->base, swap::Use{stream, stream_ordered, per_thread}, budget::limit(region->device), &dead);
       if (r == CUDA_SUCCESS) residency_swap_freed(region->base, region->size, region->device);  // chunks still tracked
       for (uintptr_t chunk : dead) residency_forget(chunk, swap::holds_nothing);
     } else {
       if (stream_ordered) {
         // The program may still have work queued on the stream that uses this memory.
-        r = entry::sync_stream(stream, per_thread);
+        r = driver::sync_stream(stream, per_thread);
       }
       if (r == CUDA_SUCCESS) {
         r = region->placement == Placement::pinned ? host_free(reinterpret_cast<void*>(region->host_alias))
@@ -330,13 +275,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
 
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
   if (!placement_active()) return;
-  int dev = entry::current_device();
-  uint64_t limit = device_limit(dev);
-  if (limit == 0) return;
-  uint64_t used = ledger().used(dev);  // prefetched managed memory is evictable, so it is free
-  uint64_t left = used < limit ? limit - used : 0;
-  if (total_bytes) *total_bytes = limit;
-  if (free_bytes && *free_bytes > left) *free_bytes = left;
+  budget::clamp_mem_info(driver::current_device(), free_bytes, total_bytes);
 }
 
 }  // namespace gms::act

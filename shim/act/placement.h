@@ -5,23 +5,16 @@
 #include <optional>
 #include <type_traits>
 
-#include "core/observe.h"
+#include "act/config.h"
+#include "observe/observe.h"
 #include "driver/cuda_driver.h"
 #include "policy/placement.h"
 
 namespace gms::act {
 
-const policy::PlacementConfig& placement_config();
 // At load, before the program runs: under policy swap, PyTorch is asked for its cudaMallocAsync
 // allocator backend unless the program's environment already configures PyTorch's allocator.
 void placement_init();
-// Whether allocations need deciding at all: a policy other than off, or an enforced limit.
-bool placement_active();
-// The budget of a device, resolved once from the driver and GPUMEMSHIM_DEVICE_LIMIT.
-uint64_t device_limit(int dev);
-// Policy swap: releases the device's spare memory (act/swap.h) beyond what its budget leaves once
-// `more` bytes are taken too.
-void trim_swap_spares(int dev, uint64_t more);
 
 struct AllocRequest {
   Origin origin;
@@ -42,8 +35,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
               CUresult (*real_free)(void* ctx), void* ctx);
 
-// cuMemGetInfo within the budget: total is the budget, free what is left of it (never more than
-// the driver's own free).
+// cuMemGetInfo within the budget (driver/budget.h) when allocations are decided at all.
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes);
 
 // Small wrapper to pass a lambda as (function, context).

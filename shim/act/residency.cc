@@ -8,12 +8,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "act/placement.h"
+#include "act/config.h"
 #include "act/swap.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "entry/common.h"
+#include "driver/budget.h"
+#include "driver/calls.h"
 #include "policy/lifetime.h"
 #include "policy/residency.h"
 #include "policy/step_learner.h"
@@ -22,7 +23,7 @@
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
 // Launches an early candidate must have been idle for: the launch just before may still run.
 constexpr uint64_t kEarlyMinIdle = 2;
@@ -335,14 +336,13 @@ std::vector<policy::RegionId> chunks_ahead(State& s, const policy::StepLearner& 
 void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
   if (options().swap_order != SwapOrder::scan || !options().swap_ahead.value) return;
   policy::StepLearner* l = learner(s, dev);
-  if (!l || l->state() != policy::StepLearner::State::following || entry::stream_capturing(stream, per_thread)) return;
-  const uint64_t limit = device_limit(dev), used = ledger().used(dev);
+  if (!l || l->state() != policy::StepLearner::State::following || driver::stream_capturing(stream, per_thread)) return;
   policy::ResidencyPlanner& p = planner(s, dev);
-  std::vector<policy::Action> ahead = p.plan_ahead(chunks_ahead(s, *l, dev), used < limit ? limit - used : 0);
+  std::vector<policy::Action> ahead = p.plan_ahead(chunks_ahead(s, *l, dev), budget::left(dev));
   if (ahead.empty()) return;
   ledger().set_resident(dev, p.resident_bytes());
   carry_out(s, ahead, dev, stream, per_thread, 0, true);
-  trim_swap_spares(dev, 0);
+  swap::fit_spares(dev, 0);
 }
 
 // Scan order with parking: whether evicted chunks may be unmapped.
@@ -364,11 +364,11 @@ void as_unscanned() {
 // False when nothing was done (nothing referenced, or the stream is being captured).
 bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int dev, CUstream stream, bool per_thread) {
   if (referenced.empty()) return false;
-  if (entry::stream_capturing(stream, per_thread)) {
+  if (driver::stream_capturing(stream, per_thread)) {
     if (parking()) as_unscanned();  // no moves into a graph, but no parked chunk for the kernel either
     return false;
   }
-  uint64_t limit = device_limit(dev), used = ledger().used(dev);
+  uint64_t limit = budget::limit(dev), used = ledger().used(dev);
   policy::ResidencyPlanner& p = planner(s, dev);
   const uint64_t budget = used < limit ? limit - used : 0;
   // While the program follows a learnt step, room comes from what is used again farthest ahead.
@@ -396,7 +396,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   carry_out(s, actions, dev, stream, per_thread, early, false, following != nullptr);
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
-  if (!actions.empty()) trim_swap_spares(dev, 0);
+  if (!actions.empty()) swap::fit_spares(dev, 0);
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
     t_uses.overflow = t_uses.unscanned = false;
@@ -451,10 +451,9 @@ void residency_make_room(int device, uint64_t bytes) {
   State& s = state();
   // Held while the moves are carried out: see before_launch_slow.
   std::lock_guard lock(s.mu);
-  uint64_t limit = device_limit(device), used = ledger().used(device);
   policy::ResidencyPlanner& p = planner(s, device);
   LearntRoom learnt(s, device);
-  std::vector<policy::Action> actions = p.plan_room(bytes, used < limit ? limit - used : 0);
+  std::vector<policy::Action> actions = p.plan_room(bytes, budget::left(device));
   ledger().set_resident(device, p.resident_bytes());
   // Not ordered after any particular stream: the context synchronisation before the copies is.
   carry_out(s, actions, device, nullptr, false, 0, false, learnt.following() != nullptr);
@@ -548,7 +547,7 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
 
 void texture_made(CUtexObject tex, uintptr_t base) {
   ShimScope scope;
-  const int dev = entry::current_device();
+  const int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -557,7 +556,7 @@ void texture_made(CUtexObject tex, uintptr_t base) {
 
 uintptr_t texture_gone(CUtexObject tex) {
   ShimScope scope;
-  const int dev = entry::current_device();
+  const int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) return 0;
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -591,7 +590,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
   // Nothing ever moves; or nothing to scan and no window to open.
   if (options().prefetch == Prefetch::off || (!params && !extra && !movable())) return;
   ShimScope scope;
-  int dev = entry::current_device();
+  int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) {
     if (parking()) {  // the device unknown (its query failed): nothing the kernel reaches stays parked
       std::lock_guard lock(state().mu);
@@ -610,7 +609,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
       if (params_layout.empty() && movable() && options().swap_order == SwapOrder::scan &&
-          (parking() || !entry::stream_capturing(stream, per_thread))) {
+          (parking() || !driver::stream_capturing(stream, per_thread))) {
         // No layout (or no parameters): the kernel may use any movable memory.
         as_unscanned();
         return;
@@ -640,7 +639,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   const bool tracing = trace::enabled(), learn = learning();
   if (tracing || learn) {
     t_trace.n = 0;
-    t_trace.stream = reinterpret_cast<uintptr_t>(entry::stream_handle(stream, per_thread));
+    t_trace.stream = reinterpret_cast<uintptr_t>(driver::stream_handle(stream, per_thread));
     t_trace.fn = reinterpret_cast<uintptr_t>(f);
     t_trace.collecting = true;
     t_launch_traced = tracing;
@@ -650,7 +649,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (!learn) return;
   // Every launch, after its own moves: the learner's position is the next launch's.
   ShimScope scope;
-  const int dev = entry::current_device();
+  const int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -672,7 +671,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   const bool scan = options().swap_order == SwapOrder::scan;
   if (options().prefetch == Prefetch::off || (!scan && !movable())) return false;
   ShimScope scope;
-  int dev = entry::current_device();
+  int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) {
     if (!parking()) return false;
     std::lock_guard lock(state().mu);  // the device unknown: as in before_launch_slow

@@ -14,13 +14,13 @@
 
 #include "core/guard.h"
 #include "core/runtime.h"
-#include "entry/common.h"
+#include "driver/calls.h"
 #include "trace/trace.h"
 
 namespace gms::act {
 namespace {
 
-using entry::call_real;
+using driver::call_real;
 
 constexpr size_t kChunk = 16u << 20;  // a DMA of 16 MiB runs near the link's peak
 constexpr int kBuffers = 4;           // chunks in flight: enough to overlap copy and DMA both ways

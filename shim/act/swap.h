@@ -2,15 +2,10 @@
 // Movable device memory (GPUMEMSHIM_POLICY=swap): the program gets virtual addresses that stay
 // valid for the allocation's whole life, backed chunk by chunk either by device memory or by pinned
 // host memory mapped for the device. Under the default order every chunk is always mapped, so every
-// kernel reads and writes it correctly (host-backed chunks over the link, at 50 GB/s on the H100)
-// and no missed reference can fault or lose data; the residency planner only decides where each
-// chunk should be for speed.
-//
-// Why not managed memory for this: on the H100 (tests/gpu/placement/vmm_moves.cu against
-// managed_moves.cu) a chunk leaves the device by a copy at 55 GB/s plus 13 ms per GiB of remapping,
-// where cuMemPrefetchAsync to the host moves managed memory at 13 to 15 GB/s; in the other
-// direction 55 GB/s plus 4 ms per GiB against 43 to 50 GB/s. Training loops that outgrow their
-// budget evict as much as they bring back.
+// kernel reads and writes it correctly (host-backed chunks over the link) and no missed reference
+// can fault or lose data; the residency planner only decides where each chunk should be for speed.
+// Not managed memory: the copy engines move a chunk several times faster than migrating managed
+// memory does (docs/analysis/swap-notes.md).
 //
 // Copies reach the memory through side mappings of its own (Backing::side), never through the
 // program's range, so a range is remapped as soon as no kernel uses it, while its data is still on
@@ -24,13 +19,12 @@
 // work (from the end of its hook's planning to after its driver call: begin_queue, end_queue), so
 // that the work is among what the round waits for and its writes reach the copies out. With
 // GPUMEMSHIM_SWAP_PARK=on, scan order also leaves evicted chunks unmapped (parked) until something
-// the shim sees uses them: mapping host memory costs 13 to 20 ms per GiB. The driver then knows
-// nothing there (a pointer query has the chunk mapped first: unpark). Work the scan does not
-// see (2D, 3D, batched, peer and array copies, graph launches, kernels with no parameter layout)
-// first waits for the copies and has every parked chunk mapped, and makes the next round wait for
-// the context. What no hook sees at all, a kernel reaching movable memory through a pointer stored
-// in device memory, may meet a chunk mid-move or parked (stale data or a fault): the price of scan
-// order.
+// the shim sees uses them, which saves mapping host memory. The driver then knows nothing there (a
+// pointer query has the chunk mapped first: unpark). Work the scan does not see (2D, 3D, batched,
+// peer and array copies, graph launches, kernels with no parameter layout) first waits for the
+// copies and has every parked chunk mapped, and makes the next round wait for the context. What no
+// hook sees at all, a kernel reaching movable memory through a pointer stored in device memory,
+// may meet a chunk mid-move or parked (stale data or a fault): the price of scan order.
 //
 // Allocations are placed in slabs of the program's address space cut into chunks (policy/arena.h):
 // a chunk is what is backed, mapped and moved, and several allocations share one. Memory the
@@ -39,6 +33,10 @@
 // cudaMallocAsync backend) then pays for no mapping, and a stream-ordered free waits for nothing
 // (an event recorded on its stream orders the reuse). Chunks that hold nothing live keep their
 // device memory until room is needed: they are the first to give it back.
+//
+// The parts, each with its own state under one lock (act/swap/): base.h (the lock), marks (events,
+// the copy gate), backing (memory behind chunks, spares), slabs (the allocator, the chunk table),
+// scan (scan-order bookkeeping), round (the move round).
 #include <cstdint>
 #include <vector>
 
@@ -104,6 +102,12 @@ void release_retired(int dev, uint64_t device_bytes, uint64_t keep_spare = 0);
 uint64_t spare_device_bytes(int dev);
 // Releases spare device memory of `dev` until at most `allowed` bytes are left.
 void trim_spares(int dev, uint64_t allowed);
+// Device memory of `dev` counted against its budget: the program's, the residency planner's and
+// that of the chunks with nothing live (spares not included: they are the room the budget leaves).
+uint64_t taken(int dev);
+// Releases spare device memory of `dev` beyond what its budget (driver/budget.h) leaves once
+// `more` bytes are taken too.
+void fit_spares(int dev, uint64_t more);
 
 // One of a launch's moves: the chunk at `base` (a residency region is one chunk), `bytes` long.
 struct Move {

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+extern char** environ;
+
 namespace gms {
 namespace {
 
@@ -13,6 +15,12 @@ const OptionInfo kTable[] = {
 #define GMS_OPTION(field, NAME, Type, def, accepted, doc) {"GPUMEMSHIM_" NAME, def, accepted, doc},
 #include "options.def"
 #undef GMS_OPTION
+};
+
+const EnvInfo kEnvTable[] = {
+#define GMS_ENV(id, NAME, doc) {NAME, doc},
+#include "options.def"
+#undef GMS_ENV
 };
 
 bool ieq(const char* a, const char* b) {
@@ -393,6 +401,23 @@ bool settings_reported(char* const* env) {
   }
   return false;
 }
+
+char* const* process_environment() { return environ; }
+
+const EnvInfo* env_table(size_t* count) {
+  *count = sizeof(kEnvTable) / sizeof(kEnvTable[0]);
+  return kEnvTable;
+}
+
+const char* env_lookup(char* const* env, const char* name) {
+  const size_t n = std::strlen(name);
+  for (char* const* e = env; e && *e; ++e) {
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return nullptr;
+}
+
+const char* env_value(Env e) { return env_lookup(environ, kEnvTable[static_cast<int>(e)].name); }
 
 bool expand_path_pattern(const char* pattern, long pid, char* out, size_t out_size) {
   Line l;

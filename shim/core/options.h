@@ -114,6 +114,28 @@ bool settings_reported(char* const* env);
 // Same, into defaults only: what an empty environment gives.
 Options default_options();
 
+// The process's environment block: the one place the shim reads `environ` (env_value too), never
+// getenv (it may run during preload).
+char* const* process_environment();
+
+// The variables of others that the shim reads (options.def, GMS_ENV).
+enum class Env : uint8_t {
+#define GMS_ENV(id, NAME, doc) id,
+#include "options.def"
+#undef GMS_ENV
+  count
+};
+struct EnvInfo {
+  const char* name;
+  const char* doc;
+};
+const EnvInfo* env_table(size_t* count);
+// The value of `name` in an environment block (its first entry, as getenv answers); nullptr if unset.
+const char* env_lookup(char* const* env, const char* name);
+// The value of the variable in the process's environment now (never getenv: it may run during
+// preload); nullptr if unset.
+const char* env_value(Env e);
+
 // "%p" in a path becomes the pid; returns false if it does not fit.
 bool expand_path_pattern(const char* pattern, long pid, char* out, size_t out_size);
 

@@ -10,9 +10,6 @@
 #include "guard.h"
 #include "log.h"
 #include "out_file.h"
-#include "trace/trace.h"
-
-extern char** environ;
 
 namespace gms {
 
@@ -61,17 +58,9 @@ void quiet_option(const char*, void*) {}
 // Marks the environment (options.h, kReportedVariable) so that child processes inheriting these
 // settings do not say the same again: one report per process tree, not one per process.
 void mark_reported() {
-  char hex[17];
-  uint64_t f = settings_fingerprint(environ);
-  int n = 0;
-  do {
-    hex[n++] = "0123456789abcdef"[f & 15];
-    f >>= 4;
-  } while (f != 0);
-  char value[17];
-  for (int i = 0; i < n; ++i) value[i] = hex[n - 1 - i];
-  value[n] = '\0';
-  setenv(kReportedVariable, value, 1);
+  Line value;
+  value.hex(settings_fingerprint(process_environment()));
+  setenv(kReportedVariable, value.data() + 2, 1);  // the digits, without "0x"
 }
 
 void fork_prepare() {
@@ -126,15 +115,14 @@ void runtime_init() {
   ShimScope scope;
   Options parsed;
   int reported = 0;
-  bool said_before = settings_reported(environ);
-  int invalid = parse_options(environ, &parsed, said_before ? quiet_option : report_option, &reported);
+  bool said_before = settings_reported(process_environment());
+  int invalid = parse_options(process_environment(), &parsed, said_before ? quiet_option : report_option, &reported);
   if (reported && log_enabled(LogLevel::warn)) mark_reported();
   options_() = parsed;
   set_log_level(parsed.log);
   g_host_threshold.store(parsed.host_threshold.bytes, std::memory_order_relaxed);
   if (invalid) g_passthrough.store(true, std::memory_order_relaxed);
   if (!g_initialised.exchange(true)) pthread_atfork(fork_prepare, fork_parent, fork_child);
-  trace::configure(parsed);  // after the runtime's fork handlers: see trace::configure
 }
 
 void runtime_report() {

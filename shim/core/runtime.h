@@ -32,7 +32,8 @@ bool exiting();
 extern std::atomic<uint64_t> g_host_threshold;
 inline uint64_t host_threshold() { return g_host_threshold.load(std::memory_order_relaxed); }
 
-// Idempotent; the library's constructor calls it. Tests call it after changing the environment.
+// Idempotent; the library's constructor calls it (and then trace::configure, whose fork handlers
+// must come after these). Tests call it after changing the environment.
 void runtime_init();
 // Writes the statistics where GPUMEMSHIM_STATS says; the library's destructor calls it.
 void runtime_report();

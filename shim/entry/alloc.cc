@@ -7,21 +7,6 @@
 
 namespace gms::entry {
 
-int current_device() {
-  CUdevice dev = -1;
-  if (call_real(GMS_REAL(cuCtxGetDevice), &dev) != CUDA_SUCCESS) return -1;
-  return static_cast<int>(dev);
-}
-
-int device_of(uintptr_t p) {
-  int dev = -1;
-  if (call_real(GMS_REAL(cuPointerGetAttribute), &dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, static_cast<CUdeviceptr>(p)) !=
-      CUDA_SUCCESS) {
-    return -1;
-  }
-  return dev;
-}
-
 namespace {
 void device_alloc(CUresult r, CUdeviceptr* dptr, size_t bytes, Origin origin) {
   observe::region_alloc(Family::mem_alloc, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::device, origin,

@@ -11,6 +11,7 @@
 namespace {
 __attribute__((constructor)) void gms_load() {
   gms::runtime_init();
+  gms::trace::configure(gms::options());  // after the runtime's fork handlers: see trace::configure
   gms::act::copy_init();
   gms::act::pool::init();
   gms::act::placement_init();

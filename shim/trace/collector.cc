@@ -30,8 +30,6 @@
 #include "sites.h"
 #include "trace.h"
 
-extern char** environ;
-
 namespace gms::trace {
 
 std::atomic<bool> g_on{false};
@@ -141,17 +139,12 @@ void wake_if_filling() {
 
 // ---- paths and the file ----
 
-long env_number(const char* name) {
-  size_t n = std::strlen(name);
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, name, n) != 0 || (*e)[n] != '=') continue;
-    const char* v = *e + n + 1;
-    if (*v < '0' || *v > '9') return -1;
-    long x = 0;
-    for (; *v >= '0' && *v <= '9'; ++v) x = x * 10 + (*v - '0');
-    return *v == '\0' && x < (1L << 30) ? x : -1;
-  }
-  return -1;
+long env_number(Env name) {
+  const char* v = env_value(name);
+  if (!v || *v < '0' || *v > '9') return -1;
+  long x = 0;
+  for (; *v >= '0' && *v <= '9'; ++v) x = x * 10 + (*v - '0');
+  return *v == '\0' && x < (1L << 30) ? x : -1;
 }
 
 void start_time_text(char out[16]) {  // YYYYmmdd-HHMMSS, UTC
@@ -555,8 +548,8 @@ void configure(const Options& o) {
   }
   g_pattern = o.trace;
   g_faults = o.trace_faults.value;
-  g_rank = env_number("RANK");
-  g_local_rank = env_number("LOCAL_RANK");
+  g_rank = env_number(Env::rank);
+  g_local_rank = env_number(Env::local_rank);
   bool want = o.trace.path[0] != '\0';
   sites::configure(want ? o.trace_sites.bytes : 0);
   if (want && !atfork_registered) {

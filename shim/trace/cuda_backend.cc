@@ -27,14 +27,13 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "driver/budget.h"
 #include "driver/libc.h"
 #include "gms/build_config.h"
 #include "names.h"
 #include "out.h"
 #include "record.h"
 #include "trace.h"
-
-extern char** environ;
 
 namespace gms::trace {
 namespace {
@@ -87,10 +86,7 @@ bool readable(const char* path) { return access(path, R_OK) == 0; }
 // LD_LIBRARY_PATH, then the CUDA toolkit the shim was built with.
 bool find_cupti_file(char* out, size_t size) {
   const char* soname = cupti_soname();
-  const char* ld_path = nullptr;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "LD_LIBRARY_PATH=", 16) == 0) ld_path = *e + 16;
-  }
+  const char* ld_path = env_value(Env::ld_library_path);
   auto try_dir = [&](const char* dir, size_t n) {
     if (n == 0) return false;
     Line l;
@@ -114,20 +110,12 @@ bool find_cupti_file(char* out, size_t size) {
   return false;
 }
 
-const char* env_value(const char* name) {
-  size_t n = std::strlen(name);
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
-  }
-  return nullptr;
-}
-
 // One copy of libcupti in the process: the one the program already has, the one NVTX is told to
 // inject (so that NVTX ranges reach the CUPTI we enable), then the usual names and directories.
 void* load_cupti(char* tried, size_t tried_size) {
   Line names;
   void* h = dlopen(cupti_soname(), RTLD_NOW | RTLD_NOLOAD);
-  const char* nvtx = env_value("NVTX_INJECTION64_PATH");
+  const char* nvtx = env_value(Env::nvtx_injection);
   if (!h && nvtx && std::strstr(nvtx, "libcupti")) {
     h = dlopen(nvtx, RTLD_NOW | RTLD_LOCAL);
     names.str(nvtx);
@@ -589,15 +577,8 @@ bool pcie_link(int domain, int bus, int device, int* gen, int* width) {
     return true;
   };
   Line dir;
-  auto hex = [&](int v, int digits) {
-    for (int i = digits - 1; i >= 0; --i) dir.chr("0123456789abcdef"[(v >> (4 * i)) & 15]);
-  };
-  dir.str("/sys/bus/pci/devices/");
-  hex(domain, 4);
-  dir.chr(':');
-  hex(bus, 2);
-  dir.chr(':');
-  hex(device, 2);
+  dir.str("/sys/bus/pci/devices/").hex_digits(static_cast<uint64_t>(domain), 4).chr(':');
+  dir.hex_digits(static_cast<uint64_t>(bus), 2).chr(':').hex_digits(static_cast<uint64_t>(device), 2);
   dir.str(".0/");
   Line speed_path, width_path;
   speed_path.str(dir.data(), dir.size()).str("current_link_speed");
@@ -634,7 +615,7 @@ void describe(Out& out) {
     if (total_fn) total_fn(&total, dev);
     if (i) out.chr(',');
     out.raw("{\"index\":").i64(i).raw(",\"name\":").str(name).raw(",\"total_bytes\":").u64(total);
-    out.raw(",\"budget_bytes\":").u64(options().device_limit.for_device(i, total));
+    out.raw(",\"budget_bytes\":").u64(budget::of(i, total));
     int domain = 0, bus = 0, slot = 0, gen = 0, width = 0;
     if (attr && attr(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
         attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
@@ -664,7 +645,7 @@ void attach_cuda_backend() {
   if (!configured()) return;
   // NVTX reaches CUPTI only through its injection hook, read from the environment at the
   // program's first NVTX call: point it at the libcupti that the trace will load.
-  if (env_value("NVTX_INJECTION64_PATH")) return;
+  if (env_value(Env::nvtx_injection)) return;
   if (find_cupti_file(g_nvtx_path, sizeof(g_nvtx_path))) {
     setenv("NVTX_INJECTION64_PATH", g_nvtx_path, 0);
   } else {

@@ -1,6 +1,5 @@
 #include "out.h"
 
-#include "core/log.h"
 #include "core/out_file.h"
 
 #include <errno.h>
@@ -29,30 +28,10 @@ Out& Out::key(const char* k) {
   return *this;
 }
 
-Out& Out::u64(uint64_t v) {
-  char tmp[24];
-  char* first = format_decimal(v, tmp + sizeof(tmp));
-  return raw(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
-}
-
-Out& Out::i64(int64_t v) {
-  char tmp[24];
-  char* first = format_decimal(v, tmp + sizeof(tmp));
-  return raw(first, static_cast<size_t>(tmp + sizeof(tmp) - first));
-}
-
 Out& Out::addr(uint64_t v) {
-  char tmp[20];
-  int i = sizeof(tmp);
-  tmp[--i] = '"';
-  do {
-    tmp[--i] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  tmp[--i] = 'x';
-  tmp[--i] = '0';
-  tmp[--i] = '"';
-  return raw(tmp + i, sizeof(tmp) - i);
+  chr('"');
+  hex(v);
+  return chr('"');
 }
 
 Out& Out::str(const char* s) {
@@ -98,8 +77,7 @@ Out& Out::str(const char* s, size_t n) {
       ++i;
     } else if (c < 0x20 || c == 0x7f) {
       raw("\\u00");
-      chr("0123456789abcdef"[c >> 4]);
-      chr("0123456789abcdef"[c & 15]);
+      hex_digits(c, 2);
       ++i;
     } else if (c < 0x80) {
       chr(static_cast<char>(c));

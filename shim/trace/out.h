@@ -5,9 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/format.h"
+
 namespace gms::trace {
 
-class Out {
+// Numbers (u64, i64, ...) come from Format (core/format.h), the same formatter as the log's.
+class Out : public Format<Out> {
  public:
   constexpr Out(char* buf, size_t cap) : buf_(buf), cap_(cap) {}
   void set_fd(int fd) { fd_ = fd; }
@@ -21,8 +24,6 @@ class Out {
 
   Out& open(const char* type);       // {"type":"TYPE"
   Out& key(const char* k);           // ,"k":
-  Out& u64(uint64_t v);
-  Out& i64(int64_t v);
   Out& addr(uint64_t v);             // "0x1a2b": JSON numbers lose precision above 2^53
   Out& str(const char* s);           // escaped and quoted; null for nullptr
   Out& str(const char* s, size_t n);
@@ -40,6 +41,8 @@ class Out {
   void discard() { n_ = 0; }
 
  private:
+  friend class Format<Out>;
+  void append(const char* s, size_t n) { raw(s, n); }
   void put(char c) {
     if (n_ == cap_) flush();
     if (n_ < cap_) buf_[n_++] = c;

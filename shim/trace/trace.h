@@ -103,7 +103,7 @@ struct Backend {
 };
 void set_backend(const Backend* backend);
 
-// From runtime_init: reads GPUMEMSHIM_TRACE*, sets t0. Registers the fork handlers once (after the
+// From the library constructor, after runtime_init: reads GPUMEMSHIM_TRACE*, sets t0. Registers the fork handlers once (after the
 // runtime's, so the trace's prepare handler runs first: it may wait for CUPTI's threads, which
 // must still be able to allocate).
 void configure(const Options& o);

@@ -1,7 +1,7 @@
 // The observation core, driven directly as the hooks drive it.
 #include <gtest/gtest.h>
 
-#include "core/observe.h"
+#include "observe/observe.h"
 #include "core/runtime.h"
 
 namespace gms {

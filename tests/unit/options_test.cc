@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -225,6 +226,50 @@ TEST(ParsePolicyFamily, Forms) {
   ASSERT_TRUE(parse_value("context", &o));
   EXPECT_EQ(o, SwapOrder::context);
   EXPECT_FALSE(parse_value("stream", &o));
+}
+
+// The variables of others the shim reads come from the same table, each once, none of them ours.
+TEST(EnvTable, EveryEntryIsNamedOnceDocumentedAndNotAnOption) {
+  size_t n = 0, options = 0;
+  const EnvInfo* t = env_table(&n);
+  const OptionInfo* o = option_table(&options);
+  ASSERT_EQ(n, static_cast<size_t>(Env::count));
+  for (size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(t[i].name);
+    EXPECT_STRNE(t[i].name, "");
+    EXPECT_EQ(std::string(t[i].name).rfind("GPUMEMSHIM_", 0), std::string::npos);
+    EXPECT_GT(std::string(t[i].doc).size(), 10u);
+    for (size_t j = 0; j < i; ++j) EXPECT_STRNE(t[i].name, t[j].name);
+    for (size_t j = 0; j < options; ++j) EXPECT_STRNE(t[i].name, o[j].name);
+  }
+  EXPECT_STREQ(t[static_cast<int>(Env::rank)].name, "RANK");
+  EXPECT_STREQ(t[static_cast<int>(Env::pytorch_cuda_alloc_conf)].name, "PYTORCH_CUDA_ALLOC_CONF");
+}
+
+TEST(EnvLookup, WholeNamesOnlyAndTheFirstEntryAsGetenv) {
+  std::vector<std::string> vars = {"RANKS=9", "RANK", "LOCAL_RANK=3", "RANK=1", "RANK=2", "EMPTY="};
+  std::vector<char*> env;
+  for (auto& v : vars) env.push_back(v.data());
+  env.push_back(nullptr);
+  EXPECT_STREQ(env_lookup(env.data(), "RANK"), "1");
+  EXPECT_STREQ(env_lookup(env.data(), "LOCAL_RANK"), "3");
+  EXPECT_STREQ(env_lookup(env.data(), "EMPTY"), "");
+  EXPECT_EQ(env_lookup(env.data(), "RAN"), nullptr);
+  EXPECT_EQ(env_lookup(env.data(), "WORLD_SIZE"), nullptr);
+  EXPECT_EQ(env_lookup(nullptr, "RANK"), nullptr);
+}
+
+TEST(EnvValue, ReadsTheProcessEnvironmentAtTheCall) {
+  size_t n = 0;
+  const char* name = env_table(&n)[static_cast<int>(Env::local_rank)].name;
+  unsetenv(name);
+  EXPECT_EQ(env_value(Env::local_rank), nullptr);
+  setenv(name, "5", 1);
+  EXPECT_STREQ(env_value(Env::local_rank), "5");
+  setenv(name, "6", 1);
+  EXPECT_STREQ(env_value(Env::local_rank), "6");
+  unsetenv(name);
+  EXPECT_EQ(env_value(Env::local_rank), nullptr);
 }
 
 }  // namespace

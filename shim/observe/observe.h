@@ -3,13 +3,14 @@
 #include <cstdint>
 #include <optional>
 
-#include "registry.h"
-#include "runtime.h"
-#include "stats.h"
+#include "core/registry.h"
+#include "core/runtime.h"
+#include "core/stats.h"
 
-// The narrow core API that the hooks in shim/entry/ call after the real call has returned: it
-// records what happened in the registry and the statistics. It knows nothing of CUDA types, so
-// unit tests drive it directly, without preloading anything.
+// The narrow API that the hooks in shim/entry/ (and act/) call after the real call has returned:
+// it records what happened in the registry, the statistics and the trace. A layer of its own above
+// core and trace (docs/design/layers.md). It knows nothing of CUDA types, so unit tests drive it
+// directly, without preloading anything.
 namespace gms::observe {
 
 // Regions made by the driver: device, managed, pinned host, VMM.

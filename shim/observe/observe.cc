@@ -1,7 +1,7 @@
 #include "observe.h"
 
-#include "guard.h"
-#include "runtime.h"
+#include "core/guard.h"
+#include "core/runtime.h"
 #include "trace/trace.h"
 
 namespace gms::observe {

@@ -1,0 +1,331 @@
+#include "round.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "core/options.h"
+
+namespace gms::act::swap {
+
+using driver::call_real;
+
+namespace {
+
+void say(const char* what, CUresult r, uint64_t bytes) {
+  Line l;
+  l.str("swap: ").str(what).str(" of ").bytes(bytes).str(" failed (CUresult ").i64(r).str("): the data stays where it was");
+  log(LogLevel::warn, l);
+}
+
+void say_lost(uint64_t size, CUdeviceptr va) {
+  Line l;
+  l.str("swap: could not map ").bytes(size).str(" back at ").hex(va).str(": that part of the range is gone");
+  log(LogLevel::error, l);
+}
+
+void fail(Move& m, const char* what, CUresult r, uint64_t n) {
+  say(what, r, n);
+  if (m.result == CUDA_SUCCESS) m.result = r;
+}
+
+}  // namespace
+
+bool plan(Round& round) {
+  Slabs& s = slabs();
+  Backings& b = backings();
+  b.reap(false);
+  for (Move& m : round.moves) {
+    auto it = s.ranges.find(m.base);
+    if (it == s.ranges.end()) {
+      m.result = CUDA_ERROR_INVALID_VALUE;
+      continue;
+    }
+    Range& range = it->second;
+    Slot at{&m, &range};  // a region is one chunk: a move is all of it
+    if (m.to_device) {
+      if (!range.chunk.on_device()) round.ins.push_back({at, {}, range.chunk.parked});
+      continue;
+    }
+    if (!range.chunk.on_device()) continue;
+    Backing h;
+    CUresult r = give_side(range.chunk.device);
+    if (r == CUDA_SUCCESS) r = b.take_host(range.size, range.dev, &h);
+    if (r != CUDA_SUCCESS) {
+      fail(m, "eviction", r, range.size);
+      continue;
+    }
+    round.outs.push_back({at, h, {}});
+  }
+  return !round.outs.empty() || !round.ins.empty();
+}
+
+void pick_streams(Round& round, CUstream stream, bool per_thread) {
+  // Context order copies on the launch's stream; scan order on the shim's, out and in on
+  // different copy engines, each copy in of reused device memory after that memory's copy out,
+  // and does not wait for the copies: whatever uses the ranges next waits for them on the GPU
+  // (ready).
+  round.out_stream = round.in_stream = stream;
+  round.out_pt = round.in_pt = per_thread;
+  if (options().swap_order == SwapOrder::scan) {
+    Marks& mk = marks();
+    CUstream o = mk.copy_stream(0), i = o ? mk.copy_stream(1) : nullptr;
+    if (i) {  // else this round goes in context order
+      round.out_stream = o;
+      round.in_stream = i;
+      round.out_pt = round.in_pt = false;
+      round.scan = true;
+    }
+  }
+  // Scan order parks evicted chunks (Chunk::parked) when asked: only it sees every use before it
+  // happens (GPUMEMSHIM_SWAP_PARK tells the price).
+  round.park = round.scan && options().swap_park.value && options().prefetch != Prefetch::off;
+}
+
+bool wait_for_work(Round& round) {
+  // Under context order nothing queued anywhere, on any stream; under scan order none of the uses
+  // the scan saw.
+  if (round.scan) {
+    for (const Round::Out& o : round.outs) round.touched.push_back(o.at.range);
+    for (const Round::In& in : round.ins) round.touched.push_back(in.at.range);
+    std::sort(round.touched.begin(), round.touched.end());
+    round.touched.erase(std::unique(round.touched.begin(), round.touched.end()), round.touched.end());
+  }
+  CUresult r = round.scan ? wait_for_uses(round.touched) : sync_context();
+  if (r == CUDA_SUCCESS) return true;
+  for (Round::Out& o : round.outs) backings().give_host(o.host);
+  for (Move& m : round.moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
+  return false;
+}
+
+void copy_outs(Round& round) {
+  Marks& mk = marks();
+  auto& outs = round.outs;
+  // Earlier rounds' copies of the ranges evicted end before their copies out start (copies in are
+  // in order on their stream already).
+  for (Range* range : round.touched) {
+    if (std::any_of(outs.begin(), outs.end(), [&](const Round::Out& o) { return o.at.range == range; })) {
+      gpu_wait(range->marks.ready, round.out_stream, round.out_pt);
+    }
+  }
+  bool events = round.scan;
+  // Gated under scan order only: context order waits for its copies on the host right after the
+  // remaps, where the gate costs more than it saves (docs/analysis/swap-notes.md, "The copy gate").
+  std::erase_if(outs, [&](Round::Out& o) {
+    CUresult c = mk.copy_out(o.host.side, o.at.chunk().device.side, o.at.size(), round.out_stream, round.out_pt,
+                             round.scan ? o.at.range->dev : -1);
+    if (c == CUDA_SUCCESS) {
+      if (events) o.copied = mk.take();
+      events = events && o.copied.event && record(o.copied, driver::stream_handle(round.out_stream, round.out_pt));
+      return false;
+    }
+    backings().give_host(o.host);
+    fail(*o.at.m, "eviction", c, o.at.size());
+    return true;
+  });
+  if (round.scan && !events && !outs.empty()) {
+    // Without events the copies in cannot wait for the copies out of the memory they reuse.
+    for (Round::Out& o : outs) mk.give(o.copied);
+    CUresult r = wait_stream(round.out_stream, round.out_pt);
+    if (r != CUDA_SUCCESS) {
+      for (Round::Out& o : outs) {
+        backings().give_host(o.host);
+        fail(*o.at.m, "eviction", r, o.at.size());
+      }
+      outs.clear();
+    }
+  }
+}
+
+void remap_evictions(Round& round) {
+  round.remap_start = trace::monotonic_ns();
+  Marks& mk = marks();
+  Slabs& s = slabs();
+  // The range is backed by its host copy at once (the copy goes through the side ranges), or
+  // parked; the device memory goes to the prefetches.
+  std::vector<Round::Out*> out_run;
+  auto evict_run = [&] {
+    if (out_run.empty()) return;
+    std::vector<Piece> host;
+    for (Round::Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
+    // Not under a launch or transfer of another thread's that is between its await and its mark,
+    // or work no scan sees: they would find nothing mapped.
+    const bool parks = round.park && scan().unscanned_open == 0 &&
+                       std::all_of(out_run.begin(), out_run.end(), [](const Round::Out* o) { return o->at.range->marks.in_flight == 0; });
+    CUresult m = parks ? CUDA_SUCCESS : map_span(host, out_run.front()->at.range->dev);
+    for (Round::Out* o : out_run) {
+      Chunk& c = o->at.chunk();
+      if (m == CUDA_SUCCESS) {
+        round.freed.emplace(o->at.size(), Round::Freed{c.device, o->copied});
+        c.device = {};
+        c.host = o->host;
+        set_parked(c, parks);
+        s.note_backing(o->at.va(), *o->at.range);
+        continue;
+      }
+      // Put the device memory back: it still holds the data.
+      round.spent_hosts.push_back(o->host);
+      mk.give(o->copied);
+      if (map(o->at.va(), o->at.size(), c.device.handle, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
+      fail(*o->at.m, "eviction", m, o->at.size());
+    }
+    out_run.clear();
+  };
+  for (Round::Out& o : round.outs) {
+    if (!out_run.empty() && !o.at.follows(out_run.back()->at)) evict_run();
+    CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
+    if (u != CUDA_SUCCESS) {
+      evict_run();
+      round.spent_hosts.push_back(o.host);
+      mk.give(o.copied);
+      fail(*o.at.m, "eviction", u, o.at.size());
+      continue;
+    }
+    out_run.push_back(&o);
+  }
+  evict_run();
+}
+
+void remap_prefetches(Round& round) {
+  Marks& mk = marks();
+  Slabs& s = slabs();
+  Backings& b = backings();
+  // The host copy is kept until the copies are done.
+  std::vector<Round::In*> in_run;
+  auto prefetch_run = [&] {
+    if (in_run.empty()) return;
+    std::vector<Piece> host, device;  // host: what was mapped before, to put back on failure
+    for (Round::In* in : in_run) {
+      if (!in->parked) host.push_back({in->at.va(), in->at.size(), in->at.chunk().host.handle});
+      device.push_back({in->at.va(), in->at.size(), in->device.handle});
+    }
+    const int dev = in_run.front()->at.range->dev;
+    CUresult m = map_span(device, dev);
+    if (m != CUDA_SUCCESS && !host.empty() && map_span(host, dev) != CUDA_SUCCESS) {
+      for (const Piece& h : host) {
+        if (map(h.va, h.size, h.handle, dev) != CUDA_SUCCESS) say_lost(h.size, h.va);
+      }
+    }
+    for (Round::In* in : in_run) {
+      Chunk& c = in->at.chunk();
+      CUresult r = m == CUDA_SUCCESS ? copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt) : m;
+      if (r != CUDA_SUCCESS) {
+        if (m == CUDA_SUCCESS) {
+          // Back to the host copy, which still holds the data.
+          call_real(GMS_REAL(cuMemUnmap), in->at.va(), static_cast<size_t>(in->at.size()));
+          if (!in->parked && map(in->at.va(), in->at.size(), c.host.handle, dev) != CUDA_SUCCESS) say_lost(in->at.size(), in->at.va());
+        }
+        round.spent_devices.push_back(in->device);
+        fail(*in->at.m, "prefetch", r, in->at.size());
+        continue;
+      }
+      round.spent_hosts.push_back(c.host);
+      c.host = {};
+      set_parked(c, false);
+      c.device = in->device;
+      s.note_backing(in->at.va(), *in->at.range);
+    }
+    in_run.clear();
+  };
+  for (Round::In& in : round.ins) {
+    if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
+    // Spare memory first: this round's evicted memory makes the copy in wait for its copy out.
+    auto f = round.freed.find(in.at.size());
+    const bool spare = !b.spare_device[in.at.range->dev].empty() || f == round.freed.end();
+    CUresult r = CUDA_SUCCESS;
+    if (!spare) {
+      in.device = f->second.device;
+      gpu_wait(f->second.copied, round.in_stream, round.in_pt);  // its copy out first
+      mk.give(f->second.copied);
+      round.freed.erase(f);
+    } else {
+      r = b.take_device(in.at.size(), in.at.range->dev, &in.device);
+      if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) b.give_device(in.device);
+      if (r != CUDA_SUCCESS) {
+        prefetch_run();
+        fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
+        continue;
+      }
+    }
+    r = in.parked ? CUDA_SUCCESS : call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size()));
+    if (r != CUDA_SUCCESS) {
+      prefetch_run();
+      round.spent_devices.push_back(in.device);
+      fail(*in.at.m, "prefetch", r, in.at.size());
+      continue;
+    }
+    in_run.push_back(&in);
+  }
+  prefetch_run();
+  for (auto& [size, f] : round.freed) {
+    round.spent_devices.push_back(f.device);
+    mk.give(f.copied);
+  }
+  round.freed.clear();
+  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - round.remap_start);
+}
+
+void finish(Round& round) {
+  Marks& mk = marks();
+  Backings& b = backings();
+  if (round.scan) {
+    // One event ends the round's copies, in after out: the ranges are ready after it (launches
+    // and transfers wait for it on the GPU: await_ready), and the spent memory is free.
+    bool ok = true;
+    if (!round.outs.empty()) {
+      Mark out_done = mk.take();
+      ok = out_done.event && record(out_done, round.out_stream);
+      if (ok) gpu_wait(out_done, round.in_stream, round.in_pt);
+      mk.give(out_done);
+    }
+    Backings::Pending p;
+    if (ok) {
+      p.done = mk.take();
+      ok = p.done.event && record(p.done, round.in_stream);
+    }
+    for (Range* range : round.touched) {
+      if (!ok) break;
+      if (!range->marks.ready.event) range->marks.ready = mk.take();
+      ok = range->marks.ready.event && record(range->marks.ready, round.in_stream);
+    }
+    const int dev = driver::current_device();
+    if (ok && (ok = dev >= 0 && dev < kMaxDevices)) {
+      Mark& last = mk.last_copies[dev];
+      if (!last.event) last = mk.take();
+      ok = last.event && record(last, round.in_stream);
+    }
+    if (ok) {
+      p.hosts = std::move(round.spent_hosts);
+      p.devices = std::move(round.spent_devices);
+      b.pending.push_back(std::move(p));
+      return;
+    }
+    mk.give(p.done);
+    // No events: wait here, as context order does.
+  }
+  // Other streams may use the chunks next: the copies must be over before anyone launches.
+  CUresult r = wait_stream(round.in_stream, round.in_pt);
+  if (r == CUDA_SUCCESS && round.scan) r = wait_stream(round.out_stream, round.out_pt);
+  if (r != CUDA_SUCCESS) {
+    for (Round::In& in : round.ins) fail(*in.at.m, "prefetch", r, in.at.size());
+  }
+  for (const Backing& h : round.spent_hosts) b.give_host(h);
+  for (const Backing& d : round.spent_devices) b.give_device(d);
+}
+
+// --- The public face (act/swap.h) of this part ---
+
+void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
+  if (moves.empty()) return;
+  Guarded call(Timing::swap_move_ns);
+  wait_for_queueing(call.lock());
+  Round round(moves);
+  if (!plan(round)) return;
+  pick_streams(round, stream, per_thread);
+  if (!wait_for_work(round)) return;
+  copy_outs(round);
+  remap_evictions(round);
+  remap_prefetches(round);
+  finish(round);
+}
+
+}  // namespace gms::act::swap

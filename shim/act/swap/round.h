@@ -1,0 +1,74 @@
+#pragma once
+// The move round of movable memory: a list of moves (act/swap.h, Move) carried out together in
+// steps, each a function of its own. move() runs them in order; a schedule that issues copies out
+// ahead and remaps later can run them apart, on the same Round.
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "scan.h"
+#include "slabs.h"
+
+namespace gms::act::swap {
+
+// A chunk to move, where it sits in the program's slab.
+struct Slot {
+  Move* m;
+  Range* range;
+  CUdeviceptr va() const { return m->base; }
+  uint64_t size() const { return range->size; }
+  Chunk& chunk() const { return range->chunk; }
+  // Runs of neighbouring chunks are remapped together (map_span).
+  bool follows(const Slot& prev) const { return range->dev == prev.range->dev && va() == prev.va() + prev.size(); }
+};
+
+struct Round {
+  explicit Round(std::vector<Move>& m) : moves(m) {}
+  std::vector<Move>& moves;
+  struct Out {
+    Slot at;
+    Backing host;  // the copy
+    Mark copied;   // recorded after the copy (scan order)
+  };
+  struct In {
+    Slot at;
+    Backing device;  // the new backing
+    bool parked = false;  // the program's range has nothing mapped there
+  };
+  std::vector<Out> outs;
+  std::vector<In> ins;
+  // Context order copies on the launch's stream; scan order on the shim's, out and in apart.
+  CUstream out_stream = nullptr, in_stream = nullptr;
+  bool out_pt = false, in_pt = false;
+  bool scan = false;
+  bool park = false;             // evicted chunks are left unmapped (Chunk::parked)
+  std::vector<Range*> touched;   // scan order: every range moved, once
+  // Device memory that copies out may still read: it backs the prefetches (after its copy out)
+  // or is released once the copies are over, as are host chunks they may still write.
+  struct Freed {
+    Backing device;
+    Mark copied;
+  };
+  std::multimap<uint64_t, Freed> freed;  // by size
+  std::vector<Backing> spent_devices, spent_hosts;
+  uint64_t remap_start = 0;  // for the statistics: the remaps' time
+};
+
+// The steps, in order. Caller holds mu().
+// The chunks to copy out (with host memory for them) and in; false when nothing is to move.
+bool plan(Round& r);
+// The streams of the copies and the order of the round (scan order needs the shim's streams).
+void pick_streams(Round& r, CUstream stream, bool per_thread);
+// Nothing queued may write a chunk while it is copied out, or use one while its backing changes;
+// false, with every move failed, when the wait fails.
+bool wait_for_work(Round& r);
+// Each chunk copied out into its host memory, side range to side range.
+void copy_outs(Round& r);
+// Evictions: the program's range backed by its host copy at once, or parked.
+void remap_evictions(Round& r);
+// Prefetches: new device backing (an evicted chunk's, else spare or new), filled from the host copy.
+void remap_prefetches(Round& r);
+// The end of the round's copies: marked (scan order) or waited for, and the spent memory's return.
+void finish(Round& r);
+
+}  // namespace gms::act::swap
