@@ -349,9 +349,18 @@ CUresult host_unregister(void* p) {
 
 // The device side of a typed copy or a memset must be memory the driver knows (with unified
 // addressing, pinned and registered host memory is addressable from the device too).
+// As on a GPU, a copy may span neighbouring mappings (the chunks of a VMM range), as long as every
+// byte of it is mapped.
 CUresult device_range(CUdeviceptr p, size_t n) {
   if (p == 0) return CUDA_ERROR_INVALID_VALUE;
-  return find_block(static_cast<uintptr_t>(p), n, nullptr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  uintptr_t at = static_cast<uintptr_t>(p);
+  const uintptr_t end = at + (n ? n : 1);
+  while (at < end) {
+    Block b;
+    if (!find_block(at, 1, &b)) return CUDA_ERROR_INVALID_VALUE;
+    at = b.base + b.size;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult copy(void* dst, const void* src, size_t n) {
