@@ -9,7 +9,7 @@
 
 namespace gms::policy {
 
-enum class PolicyKind : uint8_t { off, spill, managed, pinned, swap };
+enum class PolicyKind : uint8_t { off, spill, managed, pinned, swap, auto_ };
 enum class SpillTarget : uint8_t { managed, pinned };
 
 enum class Where : uint8_t {
@@ -46,7 +46,16 @@ struct Placement {
   const char* reason;  // one short phrase for logs and traces
 };
 
-// managed_in_use: the managed + pinned bytes the shim has created so far.
+// managed_in_use: the managed, pinned and movable bytes the shim has created so far.
+//
+// auto: movable memory (Where::swap), which the planner moves between the device and the host, for
+// everything but an allocation of more than a quarter of the budget that does not fit beside what
+// is there: that one is spilled (managed memory, read over the link where it lies). Moving it in
+// would evict a quarter of the budget or more for one region, and a region that large is mostly
+// streamed (scenarios S1, S3: arrays of half the budget, read once a pass), where reading it over
+// the link costs its bytes once and moving it costs them twice, plus what it evicts. Only the part
+// of the movable memory beyond the budget needs host memory, so only that counts against the
+// managed limit: a program that fits the card never meets the cap.
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req);
 

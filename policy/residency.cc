@@ -204,6 +204,11 @@ void ResidencyPlanner::set_spared(RegionId id, bool spared) {
   if (it != regions_.end()) it->second.spared = spared;
 }
 
+void ResidencyPlanner::set_streamed(RegionId id, bool streamed) {
+  auto it = regions_.find(id);
+  if (it != regions_.end()) it->second.streamed = streamed;
+}
+
 uint64_t ResidencyPlanner::idle_launches(RegionId id) const {
   auto it = regions_.find(id);
   if (it == regions_.end()) return 0;
@@ -277,6 +282,7 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
     }
     const uint64_t missing = r.size - resident_of(r);
     if (pinned > budget || missing > budget - pinned) continue;  // does not fit this launch
+    if (r.streamed && resident_total_ + missing > budget) continue;  // it would evict others
     // A step that is known plans its round trips: ping-pong is for what no one can foresee.
     const bool round_trip =
         !next_ && cfg_.pingpong_window != 0 && r.last_evicted != 0 && within_window(r.last_evicted);

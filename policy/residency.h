@@ -87,6 +87,7 @@ struct PlannerStats {
 // - Referenced regions are prefetched whole (only their missing chunks), in argument order, each if
 //   the resident bytes of all referenced regions plus its missing bytes fit the budget; one that
 //   does not fit is skipped for this launch (a later, smaller one may still fit) with no action.
+//   A streamed region (set_streamed) only when its missing bytes fit beside everything resident.
 // - A referenced region larger than the whole budget is never prefetched; it gets one stay_remote
 //   note when it becomes too large (again after it was prefetched in between).
 // - Room (and any budget shrink) is made by evicting whole chunks of non-referenced regions, least
@@ -153,6 +154,9 @@ class ResidencyPlanner {
 
   // Evict it only after every region not so marked (unknown ids ignored).
   void set_spared(RegionId id, bool spared);
+  // Prefetched only into room the budget has free: read where it lies rather than evict others for
+  // it (a large region spilled to be streamed; unknown ids ignored).
+  void set_streamed(RegionId id, bool streamed);
   // Room by next use (null: by recency, as without it). The object must outlive its use here.
   void set_next_use(const NextUse* next) { next_ = next; }
   // Regions stopped for ping-pong may move again (a learnt step plans its round trips).
@@ -187,6 +191,7 @@ class ResidencyPlanner {
     bool pingpong_stopped = false;
     bool too_large_noted = false;
     bool spared = false;
+    bool streamed = false;
     // Early eviction: uses since it was last made or brought to the device; the uses it had when
     // evicted for room since then (0: not so evicted); the uses after which it is expected to be
     // evicted (0: none); the launch of its early eviction since it came back (0: none), the bytes

@@ -26,6 +26,9 @@ policy::PlacementConfig make_config() {
     case Policy::swap:
       c.policy = policy::PolicyKind::swap;
       break;
+    case Policy::auto_:
+      c.policy = policy::PolicyKind::auto_;
+      break;
   }
   c.spill = o.spill == SpillTo::pinned ? policy::SpillTarget::pinned : policy::SpillTarget::managed;
   c.min_size = o.min_size.bytes;
@@ -40,6 +43,11 @@ policy::PlacementConfig make_config() {
 const policy::PlacementConfig& placement_config() {
   static const policy::PlacementConfig c = make_config();
   return c;
+}
+
+bool movable_policy() {
+  const auto k = placement_config().policy;
+  return k == policy::PolicyKind::swap || k == policy::PolicyKind::auto_;
 }
 
 bool placement_active() {

@@ -7,6 +7,8 @@
 namespace gms::act {
 
 const policy::PlacementConfig& placement_config();
+// Whether the policy makes movable memory (swap, auto).
+bool movable_policy();
 // Whether allocations need deciding at all: a policy other than off, or an enforced limit.
 bool placement_active();
 

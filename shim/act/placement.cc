@@ -81,7 +81,7 @@ void say_refused(const AllocRequest& req, int dev, const char* reason) {
 }  // namespace
 
 void placement_init() {
-  if (placement_config().policy != policy::PolicyKind::swap) return;
+  if (!movable_policy()) return;
   // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data in
   // and out of the budget; the async backend's frees reach the shim, which hands their ranges out
   // again (docs/analysis/swap-notes.md, "PyTorch's allocator").
@@ -109,6 +109,9 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
   // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
   policy::DeviceBudget within{budget::limit(dev), ledger().used(dev)};
+  // Under auto the movable memory on the device counts too: a large allocation is spilled only
+  // when it does not fit beside it (policy/placement.h).
+  if (cfg.policy == policy::PolicyKind::auto_) within.used += ledger().resident(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -191,19 +194,21 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     if (p.where == Where::out_of_memory) s.decision(Decision::refused, req.bytes);
     return r;
   }
-  bool spill = cfg.policy == policy::PolicyKind::spill || req.bytes < cfg.min_size;
+  bool spill = cfg.policy == policy::PolicyKind::spill || cfg.policy == policy::PolicyKind::auto_ || req.bytes < cfg.min_size;
   switch (p.where) {
     case Where::device:
-      // Under spill without a budget (the default) every allocation that the card takes stays: only
-      // a budget, or a policy that converts, makes staying a decision worth counting.
-      if (cfg.policy != policy::PolicyKind::off && (cfg.limit_enforced || cfg.policy != policy::PolicyKind::spill)) {
+      // Under spill or auto without a budget every allocation that the card takes stays: only a
+      // budget, or a policy that converts, makes staying a decision worth counting.
+      if (cfg.policy != policy::PolicyKind::off &&
+          (cfg.limit_enforced || (cfg.policy != policy::PolicyKind::spill && cfg.policy != policy::PolicyKind::auto_))) {
         s.decision(Decision::kept_on_device, req.bytes);
       }
       break;
     case Where::managed:
       s.decision(spill ? Decision::spilled_managed : Decision::converted_managed, req.bytes);
       if (trace::enabled()) trace::decision(spill ? "spill_managed" : "convert_managed", *out, req.bytes, dev, p.reason);
-      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev);
+      residency_track(static_cast<uintptr_t>(*out), req.bytes, dev,
+                      cfg.policy == policy::PolicyKind::auto_ ? Tracked::streamed : Tracked::managed);
       break;
     case Where::pinned:
       s.decision(spill ? Decision::spilled_pinned : Decision::converted_pinned, req.bytes);

@@ -124,7 +124,7 @@ void trace_region(uintptr_t base) {
 std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
 std::atomic<uintptr_t> g_hi{0};
 
-bool learning() { return options().swap_learn.value && options().policy == Policy::swap; }
+bool learning() { return options().swap_learn.value && movable_policy(); }
 
 // Caller holds s.mu. The device's step learner (GPUMEMSHIM_SWAP_LEARN), or null.
 policy::StepLearner* learner(State& s, int dev) {
@@ -347,7 +347,7 @@ void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
 
 // Scan order with parking: whether evicted chunks may be unmapped.
 bool parking() {
-  return options().policy == Policy::swap && options().swap_order == SwapOrder::scan && options().swap_park.value;
+  return movable_policy() && options().swap_order == SwapOrder::scan && options().swap_park.value;
 }
 
 // Caller holds s.mu. A use the scan cannot plan (its device, its kernel's layout or its stream's
@@ -434,6 +434,7 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   std::lock_guard lock(s.mu);
   policy::ResidencyPlanner& p = planner(s, device);
   p.add_region(base, size, resident);
+  if (what == Tracked::streamed) p.set_streamed(base, true);
   ledger().set_resident(device, p.resident_bytes());
   s.tracked[base] = State::Entry{device, swap};
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
@@ -572,7 +573,7 @@ thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = fal
 thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
-bool movable() { return options().policy == Policy::swap; }
+bool movable() { return movable_policy(); }
 // Opens the calling thread's queue window (swap::begin_queue) when it goes out of scope, which must
 // be under the residency lock and after the thread's own moves: a round of another thread's moves
 // then either comes before the window (and the work sees its remaps, after its copies) or waits for

@@ -14,7 +14,9 @@ namespace gms::act {
 // Regions the planner may move: managed memory, the shim's spills and what the program allocated
 // with cuMemAllocManaged itself (GPUMEMSHIM_PREFETCH=launch); and movable memory (policy swap,
 // act/swap.h), whose first `resident` bytes are on the device when it is tracked.
-enum class Tracked : uint8_t { managed, swap };
+// streamed: managed memory the shim spilled under policy auto for being large (policy/placement.h);
+// it comes to the device only into free room (ResidencyPlanner::set_streamed).
+enum class Tracked : uint8_t { managed, swap, streamed };
 void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed, uint64_t resident = 0);
 // With `only_if`, only when it is true for `base` under the residency lock (a movable chunk that
 // holds nothing live: another thread may have placed an allocation there since).

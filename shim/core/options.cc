@@ -256,6 +256,7 @@ bool parse_value(const char* t, Policy* out) {
   if (ieq(t, "managed")) return *out = Policy::managed, true;
   if (ieq(t, "pinned")) return *out = Policy::pinned, true;
   if (ieq(t, "swap")) return *out = Policy::swap, true;
+  if (ieq(t, "auto")) return *out = Policy::auto_, true;
   return false;
 }
 

@@ -6,7 +6,7 @@
 
 namespace gms {
 
-enum class Policy : uint8_t { off, spill, managed, pinned, swap };
+enum class Policy : uint8_t { off, spill, managed, pinned, swap, auto_ };
 enum class SpillTo : uint8_t { managed, pinned };
 enum class Prefetch : uint8_t { launch, off };
 enum class SwapOrder : uint8_t { context, scan };

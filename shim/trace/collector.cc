@@ -257,6 +257,7 @@ const char* policy_name(Policy p) {
     case Policy::managed: return "managed";
     case Policy::pinned: return "pinned";
     case Policy::swap: return "swap";
+    case Policy::auto_: return "auto";
   }
   return "off";
 }

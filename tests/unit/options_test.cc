@@ -209,6 +209,8 @@ TEST(ParsePolicyFamily, Forms) {
   Policy p;
   ASSERT_TRUE(parse_value("spill", &p));
   EXPECT_EQ(p, Policy::spill);
+  ASSERT_TRUE(parse_value("AUTO", &p));
+  EXPECT_EQ(p, Policy::auto_);
   ASSERT_TRUE(parse_value("Managed", &p));
   EXPECT_EQ(p, Policy::managed);
   ASSERT_TRUE(parse_value("pinned", &p));

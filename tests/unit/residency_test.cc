@@ -59,6 +59,22 @@ TEST(Residency, RegionMadeOnTheDeviceIsResidentAndTheNewestToEvict) {
   EXPECT_EQ(p.resident_bytes(), 4 * MiB) << "its resident bytes leave with it";
 }
 
+TEST(Residency, StreamedRegionComesInOnlyIntoFreeRoom) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 4 * MiB, /*resident=*/4 * MiB);
+  p.add_region(2, 4 * MiB, /*resident=*/4 * MiB);
+  p.add_region(3, 4 * MiB);
+  p.set_streamed(3, true);
+  EXPECT_EQ(p.plan_launch({3}, 8 * MiB), Actions{}) << "the budget is full: read where it lies, evict nothing";
+  EXPECT_EQ(p.resident_bytes(), 8 * MiB);
+  EXPECT_FALSE(p.stays_remote(3)) << "not stopped: it may come in later";
+  p.remove_region(2);
+  EXPECT_EQ(p.plan_launch({3}, 8 * MiB), (Actions{pf(3, 0, 4 * MiB)})) << "free room now";
+  p.add_region(4, 4 * MiB);
+  EXPECT_EQ(p.plan_launch({4}, 8 * MiB), (Actions{ev(1, 0, 4 * MiB), pf(4, 0, 4 * MiB)}))
+      << "a region not streamed still makes room";
+}
+
 TEST(Residency, RegionMadeOnTheDeviceBeforeAnyLaunchCanBeEvicted) {
   ResidencyPlanner p(small_chunks());
   p.add_region(1, 6 * MiB, /*resident=*/6 * MiB);
