@@ -60,21 +60,20 @@ bool plan(Round& round) {
 }
 
 void pick_streams(Round& round, CUstream stream, bool per_thread) {
-  // Context order copies on the launch's stream; scan order on the shim's, out and in on
-  // different copy engines, each copy in of reused device memory after that memory's copy out,
-  // and does not wait for the copies: whatever uses the ranges next waits for them on the GPU
-  // (ready).
+  // Both orders copy on the shim's streams, out and in on different copy engines at once (the
+  // link carries both directions at full rate), each copy in of reused device memory after that
+  // memory's copy out. Context order then waits for both on the host; scan order does not:
+  // whatever uses the ranges next waits for them on the GPU (ready).
   round.out_stream = round.in_stream = stream;
   round.out_pt = round.in_pt = per_thread;
-  if (options().swap_order == SwapOrder::scan) {
-    Marks& mk = marks();
-    CUstream o = mk.copy_stream(0), i = o ? mk.copy_stream(1) : nullptr;
-    if (i) {  // else this round goes in context order
-      round.out_stream = o;
-      round.in_stream = i;
-      round.out_pt = round.in_pt = false;
-      round.scan = true;
-    }
+  Marks& mk = marks();
+  CUstream o = mk.copy_stream(0), i = o ? mk.copy_stream(1) : nullptr;
+  if (i) {  // else the round copies on the launch's stream, in context order
+    round.out_stream = o;
+    round.in_stream = i;
+    round.out_pt = round.in_pt = false;
+    round.apart = true;
+    round.scan = options().swap_order == SwapOrder::scan;
   }
   // Scan order parks evicted chunks (Chunk::parked) when asked: only it sees every use before it
   // happens (GPUMEMSHIM_SWAP_PARK tells the price).
@@ -107,7 +106,7 @@ void copy_outs(Round& round) {
       gpu_wait(range->marks.ready, round.out_stream, round.out_pt);
     }
   }
-  bool events = round.scan;
+  bool events = round.apart;
   // Gated under scan order only: context order waits for its copies on the host right after the
   // remaps, where the gate costs more than it saves (docs/analysis/swap-notes.md, "The copy gate").
   std::erase_if(outs, [&](Round::Out& o) {
@@ -122,7 +121,7 @@ void copy_outs(Round& round) {
     fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
-  if (round.scan && !events && !outs.empty()) {
+  if (round.apart && !events && !outs.empty()) {
     // Without events the copies in cannot wait for the copies out of the memory they reuse.
     for (Round::Out& o : outs) mk.give(o.copied);
     CUresult r = wait_stream(round.out_stream, round.out_pt);
@@ -304,7 +303,7 @@ void finish(Round& round) {
   }
   // Other streams may use the chunks next: the copies must be over before anyone launches.
   CUresult r = wait_stream(round.in_stream, round.in_pt);
-  if (r == CUDA_SUCCESS && round.scan) r = wait_stream(round.out_stream, round.out_pt);
+  if (r == CUDA_SUCCESS && round.apart) r = wait_stream(round.out_stream, round.out_pt);
   if (r != CUDA_SUCCESS) {
     for (Round::In& in : round.ins) fail(*in.at.m, "prefetch", r, in.at.size());
   }

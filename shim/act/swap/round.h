@@ -37,9 +37,10 @@ struct Round {
   };
   std::vector<Out> outs;
   std::vector<In> ins;
-  // Context order copies on the launch's stream; scan order on the shim's, out and in apart.
+  // The shim's streams, out and in apart (on the launch's stream when it has none).
   CUstream out_stream = nullptr, in_stream = nullptr;
   bool out_pt = false, in_pt = false;
+  bool apart = false;  // out and in on streams of their own, ordered by events
   bool scan = false;
   bool park = false;             // evicted chunks are left unmapped (Chunk::parked)
   std::vector<Range*> touched;   // scan order: every range moved, once
