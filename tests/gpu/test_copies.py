@@ -34,14 +34,14 @@ MODES = {
 }
 
 
-def build(tmp_path_factory, name, folder="copies"):
+def build(tmp_path_factory, name, folder="copies", libs=()):
     nvcc = nvcc_path()
     if not nvcc:
         pytest.skip(f"nvcc not found: cannot build {name}.cu")
     exe = str(tmp_path_factory.mktemp("gms-copies") / name)
     source = os.path.join(HERE, folder, f"{name}.cu")
     for arch in ("-arch=native", "-arch=sm_90"):
-        r = subprocess.run([nvcc, "-O2", arch, "-o", exe, source], capture_output=True, text=True, timeout=300)
+        r = subprocess.run([nvcc, "-O2", arch, "-o", exe, source, *libs], capture_output=True, text=True, timeout=300)
         if r.returncode == 0:
             return exe
     pytest.fail(f"nvcc could not build {source}:\n{r.stderr[-3000:]}")

@@ -126,9 +126,10 @@ def test_managed_memory_migrates_and_faults(built, shim, workdir):
     assert sum(a["bytes"] for a in allocs) == 4 * GiB, allocs
     htod = of(lines, "um", counter="htod")
     moved = sum(u["bytes"] for u in htod)
-    # Fault-driven: on the H100 (CUDA 13.0, driver 580) CUPTI's counters reported 3.35 GiB of the
-    # 4 GiB the kernel touched (the rest is not reported as migrated bytes); never more than 4 GiB.
-    assert 0.75 * 4 * GiB <= moved <= 1.1 * 4 * GiB, f"{gib(moved)} migrated host-to-device, expected about 4 GiB"
+    # Fault-driven: CUPTI's counters reported 3.35 GiB of the 4 GiB the kernel touched on the H100
+    # (CUDA 13.0, driver 580), 2.35 GiB on the H200 (the rest is not reported as migrated bytes);
+    # never more than 4 GiB.
+    assert 0.5 * 4 * GiB <= moved <= 1.1 * 4 * GiB, f"{gib(moved)} migrated host-to-device, expected 2 to 4 GiB"
     faults = of(lines, "um", counter="gpu_fault")
     assert faults and sum(f["value"] for f in faults) > 0, "no GPU page fault recorded with TRACE_FAULTS=1"
     assert all(f["access"] in ("read", "write", "atomic", "prefetch", "unknown") for f in faults)
