@@ -2,9 +2,10 @@
 # The training zoo's benchmark (issue: training past the budget at the link's bound): for each model,
 # measured side by side in one run on the GPU machine, at budgets of peak / 1.2 and peak / 1.5:
 # no limit; the floor and the schedule of its step at that budget (gpumemshim report --budget on a
-# traced run with no budget to speak of); the default policy; swap in scan order with parking, with
-# and without the step learner (GPUMEMSHIM_SWAP_LEARN); PyTorch's save_on_cpu under
-# set_per_process_memory_fraction; off at the budget (out of memory). Rows go to $OUT/zoo.jsonl, the
+# traced run with no budget to speak of); policy auto with nothing else set but the budget, and with
+# no budget (what it costs a step that fits); PyTorch's save_on_cpu under
+# set_per_process_memory_fraction; at peak / 1.5 also the default policy (spill) and off (out of
+# memory); with EXPERT=1 also swap in scan order with parking. Rows go to $OUT/zoo.jsonl, the
 # table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. GPU safety: every run under the
 # shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) may be set.
 set -u
@@ -36,6 +37,8 @@ for m in $MODELS; do
   row "$m" 1 "no limit" "$free"
   peak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("peak_gib", ""))' "$free" 2>/dev/null)
   [ -n "$peak" ] || continue
+  # Policy auto when the step fits the card: what it costs a program it need not help.
+  row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS")"
   # The step with no budget to speak of, traced: its kernels, lives and uses.
   timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
     python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
@@ -45,13 +48,17 @@ for m in $MODELS; do
     bound=$("$TOOL" report "$TMP/$m.jsonl" --json --budget "$limit" 2>>"$LOG" |
       python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","missing")}))')
     row "$m" "$div" "bound" "$bound"
-    scan=(GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit")
-    row "$m" "$div" "swap scan+park" "$(run "${SHIMENV[@]}" "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=off python3 $Z "$m" --steps "$STEPS")"
-    row "$m" "$div" "swap scan+park+learn" "$(run "${SHIMENV[@]}" "${scan[@]}" GPUMEMSHIM_SWAP_LEARN=on python3 $Z "$m" --steps "$STEPS")"
+    # Policy auto with nothing else set but the budget.
+    row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
     row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --save-on-cpu $((mib * 1048576)))"
+    if [ -n "${EXPERT:-}" ]; then
+      scan=(GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=scan GPUMEMSHIM_SWAP_PARK=on GPUMEMSHIM_DEVICE_LIMIT="$limit")
+      row "$m" "$div" "swap scan+park" "$(run "${SHIMENV[@]}" "${scan[@]}" python3 $Z "$m" --steps "$STEPS")"
+    fi
     if [ "$div" = 1.5 ]; then
-      row "$m" "$div" "default" "$(run "${SHIMENV[@]}" GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 5)"
-      row "$m" "$div" "off" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
+      # The default policy (spill) with nothing else set but the budget, and off: out of memory.
+      row "$m" "$div" "spill" "$(run "${SHIMENV[@]}" GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
+      row "$m" "$div" "off" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 3)"
     fi
   done
 done

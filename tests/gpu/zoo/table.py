@@ -1,6 +1,7 @@
 """The zoo's table (tests/gpu/zoo/bench.sh): one row per model and budget, each configuration's step
-time with its ratio to the same model's step with no limit, the floor and schedule of its step at
-that budget, and the ratios that matter: to the floor, and against PyTorch's save_on_cpu.
+time with its ratio to the same model's step with no limit, the bound (the least step time any
+schedule can reach at that budget on this link) and the planner's schedule of its step, and the
+ratios that matter: policy auto to the bound, and save_on_cpu against auto.
 
   table.py zoo.jsonl
 """
@@ -8,7 +9,7 @@ import json
 import sys
 from collections import defaultdict
 
-CONFIGS = ["default", "swap scan+park", "swap scan+park+learn", "save_on_cpu", "off"]
+CONFIGS = ["auto", "save_on_cpu", "spill", "swap scan+park", "off"]
 
 
 def main(path):
@@ -16,8 +17,9 @@ def main(path):
     by = defaultdict(dict)
     for r in rows:
         by[(r["model"], r["div"])][r["config"]] = r
-    out = ["| model | budget | no limit | floor | schedule | " + " | ".join(CONFIGS) + " | learn / floor | save_on_cpu / learn | loss (no limit; learn) |",
-           "|---|---|" + "---:|" * (len(CONFIGS) + 6)]
+    seen = [k for k in CONFIGS if any(k in c for c in by.values())]
+    out = ["| model | budget | no limit | auto, fits | bound | schedule | " + " | ".join(seen) + " | auto / bound | save_on_cpu / auto | loss (no limit; auto) |",
+           "|---|---|" + "---:|" * (len(seen) + 7)]
     for (model, div), c in sorted(by.items()):
         if div == "1":
             continue
@@ -35,13 +37,13 @@ def main(path):
             ms = r.get("step_ms")
             return f"{ms:.0f} ({ms / base:.2f}x)" if ms and base else ""
 
-        learn = c.get("swap scan+park+learn", {}).get("step_ms")
+        learn = c.get("auto", {}).get("step_ms")
         soc = c.get("save_on_cpu", {}).get("step_ms")
-        out.append(f"| {model} | peak/{div} | {base} | " + (f"{floor:.0f} ({floor / base:.2f}x)" if floor and base else "") +
-                   " | " + (f"{sched:.0f}" if sched else "") + " | " + " | ".join(cell(c.get(k)) for k in CONFIGS) +
+        out.append(f"| {model} | peak/{div} | {base} | {cell(by[(model, '1')].get('auto, fits'))} | " + (f"{floor:.0f} ({floor / base:.2f}x)" if floor and base else "") +
+                   " | " + (f"{sched:.0f}" if sched else "") + " | " + " | ".join(cell(c.get(k)) for k in seen) +
                    " | " + (f"{learn / floor:.2f}x" if learn and floor else "") + " | " +
                    (f"{soc / learn:.2f}x" if learn and soc else "") + " | " +
-                   f"{free.get('loss')}; {c.get('swap scan+park+learn', {}).get('loss')} |")
+                   f"{free.get('loss')}; {c.get('auto', {}).get('loss')} |")
     print("\n".join(out))
 
 
