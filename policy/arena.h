@@ -44,6 +44,8 @@ class Arena {
     uint64_t unbacked = 0;  // chunks of it with no backing
   };
   Spot find(uint64_t bytes, bool device_only) const;
+  // The same answer by a look at every free piece, untouched chunks too (for tests).
+  Spot find_by_walk(uint64_t bytes, bool device_only) const;
 
   struct Grant {
     std::vector<Tag> waits;       // frees its use must wait for
@@ -66,7 +68,10 @@ class Arena {
   // Tags on free space in the chunk (what must be over before its memory goes).
   std::vector<Tag> tags_in(uint64_t chunk) const;
 
-  void set_backing(uint64_t chunk, Backing b) { backing_[chunk] = b; }
+  void set_backing(uint64_t chunk, Backing b) {
+    backing_[chunk] = b;
+    if (b != Backing::none && chunk >= touched_) touched_ = chunk + 1;
+  }
   Backing backing(uint64_t chunk) const { return backing_[chunk]; }
   uint64_t live_in(uint64_t chunk) const { return live_in_[chunk]; }
   uint64_t size_of(uint64_t offset) const;  // of the live allocation there; 0: none
@@ -85,6 +90,7 @@ class Arena {
   void add_tags(std::vector<Tag>& to, const std::vector<Tag>& from);  // counts references
   void unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped);
   void add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed);
+  Spot find_from(uint64_t bytes, bool device_only, uint64_t pristine) const;
 
   Config cfg_;
   std::map<uint64_t, Piece> free_;       // offset -> free run, within one chunk; merged there
@@ -92,6 +98,8 @@ class Arena {
   std::vector<uint64_t> live_in_;        // live bytes per chunk
   std::vector<Backing> backing_;
   std::unordered_map<Tag, uint32_t> refs_;  // free runs that carry each tag
+  // Chunks from here on were never taken or backed: wholly free, untagged, unbacked.
+  uint64_t touched_ = 0;
 };
 
 }  // namespace gms::policy

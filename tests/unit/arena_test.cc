@@ -29,6 +29,57 @@ uint64_t alloc(Arena& a, uint64_t bytes, bool device_only, Arena::Grant* g = nul
   return s.offset;
 }
 
+// find() takes the chunks never taken or backed as one run without a look at their pieces; it must
+// answer as a walk over every piece does, whatever happened before: random takes, frees (tagged or
+// not), settles and backings over a slab with a long untouched tail.
+TEST(Arena, FindSkipsTheUntouchedTailWithTheSameAnswerAsAWalk) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    Arena a = make(64);
+    uint32_t x = seed;
+    auto next = [&](uint32_t n) {
+      x = x * 1103515245u + 12345u;
+      return (x >> 8) % n;
+    };
+    std::vector<uint64_t> live;
+    Arena::Tag tag = 0;
+    for (int op = 0; op < 400; ++op) {
+      const uint64_t bytes = (1 + next(40)) * MiB;
+      for (bool device_only : {false, true}) {
+        const Arena::Spot s = a.find(bytes, device_only), w = a.find_by_walk(bytes, device_only);
+        ASSERT_EQ(s.ok, w.ok) << "seed " << seed << " op " << op;
+        ASSERT_EQ(s.offset, w.offset) << "seed " << seed << " op " << op;
+        ASSERT_EQ(s.size, w.size);
+        ASSERT_EQ(s.unbacked, w.unbacked);
+      }
+      switch (next(4)) {
+        case 0:
+        case 1: {
+          const Arena::Spot s = a.find(bytes, next(3) == 0);
+          Arena::Grant g;
+          if (s.ok && a.take(s.offset, s.size, &g)) {
+            live.push_back(s.offset);
+            for (uint64_t c = a.first_chunk(s.offset); c <= a.last_chunk(s.offset, s.size); ++c) {
+              if (a.backing(c) == B::none) a.set_backing(c, next(4) == 0 ? B::host : B::device);
+            }
+          }
+          break;
+        }
+        case 2:
+          if (!live.empty()) {
+            const size_t k = next(static_cast<uint32_t>(live.size()));
+            a.give(live[k], next(2) ? ++tag : 0);
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+          }
+          break;
+        default:
+          if (tag) a.settle(1 + next(static_cast<uint32_t>(tag)));
+          if (next(3) == 0) a.set_backing(next(64), static_cast<B>(next(3)));  // moves, releases, and a far chunk backed
+          break;
+      }
+    }
+  }
+}
+
 TEST(Arena, PacksAllocationsFromTheStartInGranules) {
   Arena a = make(4);
   Arena::Grant g;
