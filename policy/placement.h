@@ -49,13 +49,14 @@ struct Placement {
 // managed_in_use: the managed, pinned and movable bytes the shim has created so far.
 //
 // auto: movable memory (Where::swap), which the planner moves between the device and the host, for
-// everything but an allocation of more than a quarter of the budget that does not fit beside what
-// is there: that one is spilled (managed memory, read over the link where it lies). Moving it in
-// would evict a quarter of the budget or more for one region, and a region that large is mostly
-// streamed (scenarios S1, S3: arrays of half the budget, read once a pass), where reading it over
-// the link costs its bytes once and moving it costs them twice, plus what it evicts. Only the part
-// of the movable memory beyond the budget needs host memory, so only that counts against the
-// managed limit: a program that fits the card never meets the cap.
+// everything but an allocation of more than a quarter of the budget, which is placed as spill
+// places it: ordinary device memory where it fits beside what is there, else managed memory read
+// over the link where it lies. Moving such a region would evict a quarter of the budget or more
+// for one region, and a region that large is mostly streamed (scenarios S1, S3: arrays of half the
+// budget, read once a pass), where reading it over the link costs its bytes once and moving it
+// costs them twice, plus what it evicts; and movable memory costs mappings that ordinary memory
+// does not. Only the part of the movable memory beyond the budget needs host memory, so only that
+// counts against the managed limit: a program that fits the card never meets the cap.
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req);
 

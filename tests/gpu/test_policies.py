@@ -120,8 +120,9 @@ def test_frameworks_together_with_expandable_segments(policy, shim, workdir, mon
 @pytest.mark.parametrize("policy", ["spill", "auto", "swap"])
 def test_jax_under_policy(policy, shim, workdir):
     """fw_jax.py: a jitted JAX training loop with JAX's defaults (it preallocates three quarters of
-    the 256 MiB budget the driver reports, which auto and swap make movable memory): every step's
-    loss and parameters as without the shim."""
+    the 256 MiB budget the driver reports: movable memory under swap; under auto, as under spill,
+    ordinary memory, being over a quarter of the budget): every step's loss and parameters as
+    without the shim."""
     pytest.importorskip("jax")
     argv = [sys.executable, os.path.join(HERE, "fw_jax.py")]
     plain = plain_run("fw_jax", argv, workdir)
@@ -130,7 +131,7 @@ def test_jax_under_policy(policy, shim, workdir):
     env = {**SAFE, "GPUMEMSHIM_DEVICE_LIMIT": "256M", "GPUMEMSHIM_POLICY": policy}
     run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
     assert run.stdout == plain.stdout, run.stdout.decode(errors="replace") + run.stderr_tail()
-    if policy != "spill":
+    if policy == "swap":
         assert run.stats["decisions"]["converted_swap"]["bytes"] > 0, run.stats["decisions"]
 
 

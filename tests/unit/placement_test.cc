@@ -84,12 +84,12 @@ TEST(Placement, SwapCountsAgainstTheManagedLimit) {
   EXPECT_STREQ(where_name(Where::swap), "swap");
 }
 
-TEST(Placement, AutoMakesMovableMemoryAndSpillsLargeAllocationsThatDoNotFit) {
+TEST(Placement, AutoMakesMovableMemoryAndPlacesLargeAllocationsAsSpillDoes) {
   auto c = cfg(PolicyKind::auto_);
-  EXPECT_EQ(where(c, 8 * GiB, 0, 4 * GiB), Where::swap) << "large, but it fits";
-  EXPECT_EQ(where(c, 8 * GiB, 6 * GiB, 2 * GiB), Where::swap) << "exactly fits";
+  EXPECT_EQ(where(c, 8 * GiB, 0, GiB), Where::swap);
+  EXPECT_EQ(where(c, 8 * GiB, 0, 4 * GiB), Where::device) << "over a quarter, and it fits: ordinary memory";
   EXPECT_EQ(where(c, 8 * GiB, 6 * GiB, 2 * GiB + 1), Where::managed) << "over a quarter and does not fit: streamed";
-  EXPECT_EQ(where(c, 8 * GiB, 7 * GiB, 2 * GiB), Where::swap) << "a quarter exactly: moved, evicting others";
+  EXPECT_EQ(where(c, 8 * GiB, 7 * GiB, 2 * GiB), Where::swap) << "a quarter exactly: movable, evicting others";
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, MiB), Where::swap) << "small ones over budget are movable";
   EXPECT_EQ(where(c, 8 * GiB, 0, MiB - 1), Where::device) << "below the minimum size, within budget: ordinary";
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 4096), Where::swap) << "below the minimum size, over budget: movable";
@@ -104,6 +104,7 @@ TEST(Placement, AutoCountsOnlyMovableMemoryBeyondTheBudgetAgainstTheManagedLimit
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 2 * GiB, 10 * GiB), Where::swap) << "2 + 2 GiB on the host: the cap exactly";
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 2 * GiB + 1, 10 * GiB), Where::out_of_memory);
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 3 * GiB, 10 * GiB), Where::out_of_memory) << "large and spilled: the cap too";
+  EXPECT_EQ(where(c, 8 * GiB, 0, 3 * GiB, 10 * GiB), Where::device) << "large and within the budget: no cap";
   EXPECT_EQ(where(c, 80 * GiB, 0, GiB, 60 * GiB), Where::swap) << "a program that fits the card never meets the cap";
 }
 
