@@ -305,9 +305,7 @@ bool copy_host_placed(HostCopyDir dir, void* host, CUdeviceptr dev, size_t bytes
   uintptr_t at = 0;
   if (r->placement == Placement::pinned && r->host_alias) {
     at = r->host_alias + (static_cast<uintptr_t>(dev) - r->base);
-  } else if (r->placement == Placement::managed && residency_resident_bytes(r->base) == 0) {
-    // (Takes the residency lock inside the copy's queue window: no mover waits for such windows,
-    // which open only under policy swap, and swap makes no managed memory.)
+  } else if (r->placement == Placement::managed && residency_on_host(r->base)) {
     at = static_cast<uintptr_t>(dev);  // managed memory has one address on the host and the device
   } else {
     return false;

@@ -520,13 +520,16 @@ void residency_swap_freed(uintptr_t base, uint64_t size, int device) {
   count_life(s, base, size, device, life.dies_idle, -1);
 }
 
-uint64_t residency_resident_bytes(uintptr_t base) {
-  if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return 0;
+bool residency_on_host(uintptr_t base) {
+  if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return true;
   ShimScope scope;
   State& s = state();
-  std::lock_guard lock(s.mu);
+  // Called inside a copy's queue window: a thread that holds the lock may be moving memory and
+  // waiting for that window to close (policy auto has managed and movable memory side by side).
+  std::unique_lock lock(s.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
   auto it = s.tracked.find(base);
-  return it == s.tracked.end() ? 0 : planner(s, it->second.dev).resident_bytes(base);
+  return it == s.tracked.end() || planner(s, it->second.dev).resident_bytes(base) == 0;
 }
 
 void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {

@@ -30,8 +30,9 @@ void residency_make_room(int device, uint64_t bytes);
 // that hold only allocations expected to be freed unused are evicted last (policy/lifetime.h).
 void residency_swap_made(uintptr_t base, uint64_t size, int device);
 void residency_swap_freed(uintptr_t base, uint64_t size, int device);
-// Bytes of the tracked region at `base` the planner has moved to the device (0 if not tracked).
-uint64_t residency_resident_bytes(uintptr_t base);
+// Whether none of the tracked region at `base` is on the device (true if not tracked); false too
+// when the residency lock is busy (the caller then takes the driver's way, which is always right).
+bool residency_on_host(uintptr_t base);
 
 // A texture object made over the memory at `base` (linear or pitched) in the current device's
 // context, and one about to be destroyed (returns the memory it read, 0 if unknown, for
