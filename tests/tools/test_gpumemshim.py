@@ -464,12 +464,12 @@ class RunTraceTest(unittest.TestCase):
             self.assertEqual(len(files), 1, files)
             path = os.path.join(d, files[0])
             lines = [l for l in r.stderr.splitlines() if "trace written" in l]
-            # The allocation and the free, each followed by the device budget's use (policy spill);
-            # call sites are descriptions, not events.
+            # The allocation, made movable memory by the default policy (auto: a decision), and the
+            # free, each followed by the device budget's use; call sites are descriptions, not events.
             with open(path) as f:
                 types = [json.loads(l)["type"] for l in f]
-            self.assertEqual([t for t in types if t != "site"], ["header", "alloc", "budget", "free", "budget", "end"])
-            self.assertEqual(lines, [f"gpumemshim: trace written to {path} (4 events); see it with: "
+            self.assertEqual([t for t in types if t != "site"], ["header", "alloc", "decision", "budget", "free", "budget", "end"])
+            self.assertEqual(lines, [f"gpumemshim: trace written to {path} (5 events); see it with: "
                                      f"gpumemshim report {path}  (--html report.html for plots)"], r.stderr)
             # Files of earlier runs that the pattern also matches are not this run's.
             old = os.path.join(d, "t-1.jsonl")

@@ -121,7 +121,7 @@ TEST(ParseOptions, ReadsOnlyPrefixedVariables) {
   EXPECT_EQ(o.stats.kind, StatsTarget::Kind::json_stderr);
   EXPECT_EQ(o.host_threshold.bytes, 4u << 20);
   EXPECT_EQ(o.log, LogLevel::debug);
-  EXPECT_EQ(o.policy, Policy::spill);  // the default: nothing changes until out-of-memory
+  EXPECT_EQ(o.policy, Policy::auto_);  // the default
 }
 
 TEST(ParseOptions, InvalidValueIsOneLineNamingVariableValueAndFormsAndKeepsDefault) {
