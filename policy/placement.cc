@@ -37,7 +37,12 @@ Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t
   // A graph being captured must get memory it can replay: never managed or pinned, never a
   // prefetch. Inside the budget it is an ordinary allocation; beyond it, the driver's own answer.
   if (req.capturing) {
-    return in_budget ? Placement{Where::device, "stream capture"} : Placement{Where::out_of_memory, "stream capture over budget"};
+    if (in_budget) return {Where::device, "stream capture"};
+    // Under auto nothing can move during a capture to make room (the copies would be captured),
+    // and most of the budget is memory that moves: the graph's memory goes past the budget, as
+    // far as the card allows, rather than fail a capture that fits the card (fw_mix.py's graph).
+    if (cfg.policy == PolicyKind::auto_ && !req.device_refused) return {Where::device, "stream capture past the budget"};
+    return {Where::out_of_memory, "stream capture over budget"};
   }
   switch (cfg.policy) {
     case PolicyKind::off:

@@ -95,6 +95,8 @@ TEST(Placement, AutoMakesMovableMemoryAndPlacesLargeAllocationsAsSpillDoes) {
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, 4096), Where::swap) << "below the minimum size, over budget: movable";
   EXPECT_EQ(where(c, 8 * GiB, 0, 3 * GiB, 0, false, true), Where::managed) << "the driver refused: the host";
   EXPECT_EQ(where(c, 8 * GiB, 0, GiB, 0, true), Where::device) << "never movable during capture";
+  EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, GiB, 0, true), Where::device) << "a capture goes past the budget";
+  EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, GiB, 0, true, true), Where::out_of_memory) << "not past the card";
 }
 
 TEST(Placement, AutoCountsOnlyMovableMemoryBeyondTheBudgetAgainstTheManagedLimit) {
