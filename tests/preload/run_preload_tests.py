@@ -765,6 +765,18 @@ class PreloadPlacement(PreloadCase):
         run = self.run_program("placement", shim=False, expect_rc=1)
         self.assertIn("check failed", run.stderr)
 
+    def test_auto_policy(self):
+        # The default policy, nothing set but the budget: progs/auto_policy.cc checks the calls.
+        env = {"GPUMEMSHIM_DEVICE_LIMIT": "16M", "GPUMEMSHIM_SWAP_CHUNK": "4M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+        run = self.run_program("auto_policy", env=env)
+        self.assertIn("auto ok", run.stdout)
+        d = self.only_stats(run)["decisions"]
+        self.assertEqual(d["converted_swap"]["calls"], 1, "4 MiB, a quarter of the budget: movable")
+        self.assertEqual(d["spilled_managed"]["bytes"], 8 * MiB, "8 MiB over a quarter that did not fit")
+        self.assertEqual(d["kept_on_device"]["calls"], 2, "6 MiB, and 12 MiB in the capture")
+        self.assertEqual(d["refused"]["calls"], 0)
+        self.assertEqual(d["prefetched"]["calls"], 0)
+
 
 class PreloadSwap(PreloadCase):
     """(n) Movable memory: progs/swap.cc checks the calls that reach the stand-in driver and every

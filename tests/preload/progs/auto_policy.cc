@@ -1,0 +1,100 @@
+// Policy auto, the default, over the stand-in driver. Run with no GPUMEMSHIM_POLICY,
+// GPUMEMSHIM_DEVICE_LIMIT=16M, GPUMEMSHIM_SWAP_CHUNK=4M and a managed cap. Checks, through the
+// stand-in's call counts, what reaches the driver:
+// - an allocation of the minimum size up to a quarter of the budget is movable memory (VMM);
+// - one over a quarter that fits beside what is there is ordinary device memory;
+// - one over a quarter that does not fit is managed memory, and a launch that uses it while the
+//   budget is full of other memory leaves it where it is (no prefetch, nothing evicted for it);
+// - a stream capture's allocation past the budget gets device memory, not out-of-memory.
+// Every byte written through a kernel is checked after. The runner checks the shim's statistics.
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+constexpr size_t MiB = 1u << 20;
+
+using Count = preload::CallCount;
+
+void k_fill(void** p) {
+  unsigned char* x = preload::dev_ptr<unsigned char>(*static_cast<CUdeviceptr*>(p[0]));
+  size_t n = *static_cast<size_t*>(p[1]);
+  std::memset(x, 7, n);
+}
+
+CUresult launch_fill(CUdeviceptr x, size_t n, CUstream s) {
+  void* params[] = {&x, &n};
+  return cuLaunchKernel(preload::as_function(k_fill), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
+bool sevens(CUdeviceptr x, size_t n) {
+  std::vector<unsigned char> h(n);
+  if (cuMemcpyDtoH(h.data(), x, n) != CUDA_SUCCESS) return false;
+  for (unsigned char c : h) {
+    if (c != 7) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  preload::use_device0();
+  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
+  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_fill), sizes, 2) == 0);
+  CUstream st;
+  CK(cuStreamCreate(&st, 0));
+
+  CUdeviceptr small = 0, large = 0, huge = 0;
+  {
+    Count create("cuMemCreate"), alloc("cuMemAlloc_v2");
+    CK(cuMemAlloc(&small, 4 * MiB));  // a quarter of the budget exactly: movable
+    CHECK(create.added() >= 1);
+    CHECK(alloc.added() == 0);
+  }
+  {
+    Count create("cuMemCreate"), alloc("cuMemAlloc_v2");
+    CK(cuMemAlloc(&large, 6 * MiB));  // over a quarter; 4 + 6 fit in 16: ordinary memory
+    CHECK(alloc.added() == 1);
+    CHECK(create.added() == 0);
+  }
+  {
+    Count managed("cuMemAllocManaged"), alloc("cuMemAlloc_v2");
+    CK(cuMemAlloc(&huge, 8 * MiB));  // 4 + 6 + 8 do not fit: spilled, streamed
+    CHECK(managed.added() == 1);
+    CHECK(alloc.added() == 0);
+  }
+  CK(launch_fill(small, 4 * MiB, st));
+  CK(launch_fill(large, 6 * MiB, st));
+  {
+    // 6 MiB left: the 8 MiB region is read where it lies; nothing is evicted to bring it in.
+    Count prefetch("cuMemPrefetchAsync_v2"), unmap("cuMemUnmap");
+    CK(launch_fill(huge, 8 * MiB, st));
+    CHECK(prefetch.added() == 0);
+    CHECK(unmap.added() == 0);
+  }
+  CK(cuStreamSynchronize(st));
+  CHECK(sevens(small, 4 * MiB));
+  CHECK(sevens(large, 6 * MiB));
+  CHECK(sevens(huge, 8 * MiB));
+
+  // A capture: nothing moves while it lasts, so its memory goes past the budget rather than fail.
+  fake_cuda_set_capturing(st, 1);
+  {
+    Count async("cuMemAllocAsync"), managed("cuMemAllocManaged");
+    CUdeviceptr c = 0;
+    CK(cuMemAllocAsync(&c, 12 * MiB, st));
+    CHECK(async.added() == 1);
+    CHECK(managed.added() == 0);
+    CK(cuMemFreeAsync(c, st));
+  }
+  fake_cuda_set_capturing(st, 0);
+
+  CK(cuMemFree(huge));
+  CK(cuMemFree(large));
+  CK(cuMemFree(small));
+  CK(cuStreamDestroy(st));
+  std::printf("auto ok\n");
+  return 0;
+}
