@@ -233,6 +233,20 @@ class ReportAnalyze : public ::testing::Test {
   TraceSet set;
 };
 
+TEST_F(ReportAnalyze, ACpuFaultRecordIsOneFaultWhateverItsValue) {
+  // CUPTI's value for a CPU fault is the faulting instruction's address; for a GPU fault, the
+  // number of faults in the group.
+  f().allocs.push_back({0, 0x1000, 0x1000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});
+  um(10, 10, "cpu_fault", 0x1000, 0, "", 0x55d4c0004000);
+  um(20, 20, "cpu_fault", 0x1800, 0, "", 0x7f0012345678);
+  um(30, 31, "gpu_fault", 0x1000, 0, "", 5);
+  Report r = analyze(set, {});
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].um.cpu_faults, 2);
+  EXPECT_EQ(r.regions[0].um.gpu_faults, 5);
+  EXPECT_EQ(r.totals.um.cpu_faults, 2);
+}
+
 TEST_F(ReportAnalyze, RecordsGoToTheRegionLiveAtTheirTime) {
   // Two regions at the same address, one after the other, and a record outside both.
   f().allocs.push_back({0, 0x1000, 0x1000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});

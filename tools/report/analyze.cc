@@ -15,7 +15,9 @@ bool is_migration(const UmEvent& e, const KnownIds& k) {
   return e.counter == k.htod || e.counter == k.dtoh || e.counter == k.dtod;
 }
 
-// CUPTI reports GPU and CPU faults as groups: `value` is the number of faults in the record.
+// CUPTI reports GPU faults as groups: `value` is the number of faults in the record. A CPU fault
+// record is one fault: its `value` is the faulting instruction's address, not a count (summed, it
+// made counts like 907,452,736,313,848,329).
 int64_t fault_count(const UmEvent& e) { return e.value > 0 ? e.value : 1; }
 
 template <class V>
@@ -285,7 +287,7 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
   } else if (e.counter == k.gpu_fault) {
     add_to(gpu_faults, fault_count(e));
   } else if (e.counter == k.cpu_fault) {
-    add_to(cpu_faults, fault_count(e));
+    add_to(cpu_faults, 1);
   } else if (e.counter == k.thrashing) {
     ++thrashing;
   } else if (e.counter == k.throttling) {

@@ -19,7 +19,7 @@ struct UmTally {
   // have moved in bulk instead. GPU faults pull pages to the device (htod), CPU faults back (dtoh).
   uint64_t fault_htod = 0, fault_dtoh = 0;
   int64_t fault_htod_ns = 0, fault_dtoh_ns = 0;  // their summed record durations
-  int64_t gpu_faults = 0, cpu_faults = 0;        // CUPTI's counts (a record is a group of faults)
+  int64_t gpu_faults = 0, cpu_faults = 0;        // GPU: CUPTI's counts (a record is a group); CPU: records
   int64_t thrashing = 0, throttling = 0, remote_maps = 0;  // records
   int64_t migration_ns = 0;                      // summed duration of all migration records
 

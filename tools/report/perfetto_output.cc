@@ -277,6 +277,8 @@ class PerfettoWriter {
       if (migration) {
         w_.key("bytes"), w_.value(e.bytes);
         w_.key("cause"), w_.value(str(e.cause));
+      } else if (e.counter == k.cpu_fault) {
+        w_.key("pc"), w_.value(hex_address(static_cast<uint64_t>(e.value)));  // the faulting instruction
       } else {
         w_.key("value"), w_.value(e.value);
         if (e.access) w_.key("access"), w_.value(str(e.access));

@@ -84,8 +84,9 @@ def migrate(tr, rng, t, end, base, total, counter, cause, device=0, chunk=128 * 
             tr.add("um", t=s, end=s + 2 * US, counter="gpu_fault", address=addr(a), bytes=0,
                    value=rng.randint(900, 1100), access=access, device=device)
         if faults_first and counter == "dtoh":
+            # CUPTI's value for a CPU fault is the faulting instruction's address: one fault a record.
             tr.add("um", t=s, end=s, counter="cpu_fault", address=addr(a), bytes=0,
-                   value=rng.randint(28000, 32000), device=device)
+                   value=0x55D4C0000000 + 16 * rng.randint(28000, 32000), device=device)
         tr.add("um", t=s + 3 * US, end=s + step - 1 * US, counter=counter, address=addr(a), bytes=chunk,
                value=0, cause=cause, device=device)
 
@@ -311,7 +312,7 @@ def rank(r):
                 tr.add("um", t=x + 3 * MS, end=x + 5 * MS, counter="dtoh", address=addr(spill + 3 * 10**9),
                        bytes=64 * MiB, value=0, cause="coherence", device=r)
                 tr.add("um", t=x + 3 * MS, end=x + 3 * MS, counter="cpu_fault", address=addr(spill + 3 * 10**9),
-                       bytes=0, value=16384, device=r)
+                       bytes=0, value=0x55D4C0004000, device=r)
                 tr.add("um", t=x + 5 * MS, end=x + 5 * MS, counter="thrashing", address=addr(spill + 3 * 10**9),
                        bytes=0, value=0, device=r)
     if r == 1:
