@@ -247,6 +247,32 @@ TEST_F(ReportAnalyze, ACpuFaultRecordIsOneFaultWhateverItsValue) {
   EXPECT_EQ(r.totals.um.cpu_faults, 2);
 }
 
+TEST_F(ReportAnalyze, ARegionThatGoesToTheGpuAndBackIsNamedPingPong) {
+  f().allocs.push_back({0, 0x10000, 0x10000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});
+  f().allocs.push_back({0, 0x40000, 0x10000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});
+  // The first: three rounds, each way in one or two records. The second: there and back once.
+  const char* ways[] = {"htod", "htod", "dtoh", "dtoh", "htod", "dtoh", "htod", "dtoh"};
+  int64_t t = 100;
+  for (const char* w : ways) {
+    um(t, t + 1000, w, 0x10000, 1 << 20, "coherence");
+    t += 2000;
+  }
+  um(t, t + 1000, "htod", 0x40000, 1 << 20, "coherence");
+  um(t + 2000, t + 3000, "dtoh", 0x40000, 1 << 20, "coherence");
+  Report r = analyze(set, {});
+  const Offender* pp = nullptr;
+  int found = 0;
+  for (const Offender& o : r.offenders) {
+    if (o.kind == "ping_pong") pp = &o, ++found;
+  }
+  ASSERT_EQ(found, 1) << "only the region that went back and forth more than once";
+  EXPECT_EQ(pp->count, 3);
+  EXPECT_EQ(pp->bytes, 8u << 20);
+  EXPECT_EQ(pp->lost_ns, 8000);
+  EXPECT_NE(pp->subject.find("0x10000"), std::string::npos) << pp->subject;
+  EXPECT_NE(pp->hint.find("3 times"), std::string::npos) << pp->hint;
+}
+
 TEST_F(ReportAnalyze, RecordsGoToTheRegionLiveAtTheirTime) {
   // Two regions at the same address, one after the other, and a record outside both.
   f().allocs.push_back({0, 0x1000, 0x1000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});

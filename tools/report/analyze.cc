@@ -273,11 +273,17 @@ void attribute_ranges(const TraceSet& set, bool use_memcpy, std::vector<RangeRow
 void UmTally::add(const UmEvent& e, const KnownIds& k) {
   const int64_t dur = e.end - e.t;
   const bool on_fault = e.cause == k.coherence || e.cause == k.speculative;
+  auto way = [this](uint8_t w) {
+    if (last_way != 0 && last_way != w) ++turns;
+    last_way = w;
+  };
   if (e.counter == k.htod) {
+    way(1);
     add_to(htod, e.bytes);
     add_to(migration_ns, dur);
     if (on_fault) add_to(fault_htod, e.bytes), add_to(fault_htod_ns, dur);
   } else if (e.counter == k.dtoh) {
+    if (on_fault) way(2);  // the CPU touched it (an eviction to make room is no turn of the CPU's)
     add_to(dtoh, e.bytes);
     add_to(migration_ns, dur);
     if (on_fault) add_to(fault_dtoh, e.bytes), add_to(fault_dtoh_ns, dur);
@@ -301,7 +307,8 @@ void UmTally::add(const UmTally& o) {
   for (uint64_t UmTally::*m : {&UmTally::htod, &UmTally::dtoh, &UmTally::dtod, &UmTally::fault_htod, &UmTally::fault_dtoh})
     add_to(this->*m, o.*m);
   for (int64_t UmTally::*m : {&UmTally::fault_htod_ns, &UmTally::fault_dtoh_ns, &UmTally::gpu_faults, &UmTally::cpu_faults,
-                              &UmTally::thrashing, &UmTally::throttling, &UmTally::remote_maps, &UmTally::migration_ns})
+                              &UmTally::thrashing, &UmTally::throttling, &UmTally::remote_maps, &UmTally::migration_ns,
+                              &UmTally::turns})
     add_to(this->*m, o.*m);
 }
 

@@ -22,6 +22,12 @@ struct UmTally {
   int64_t gpu_faults = 0, cpu_faults = 0;        // GPU: CUPTI's counts (a record is a group); CPU: records
   int64_t thrashing = 0, throttling = 0, remote_maps = 0;  // records
   int64_t migration_ns = 0;                      // summed duration of all migration records
+  // Migrations whose direction differs from the one before (to the host on CPU faults after to the
+  // device, or back), records taken in time order: a region that ping-pongs between the CPU and the
+  // GPU turns twice a round, however many records each burst takes. Moves to the host that no CPU
+  // fault caused (evictions, prefetches) do not count.
+  int64_t turns = 0;
+  uint8_t last_way = 0;  // of the latest migration added: 1 to the device, 2 to the host
 
   uint64_t migrated() const { return sat_sum(sat_sum(htod, dtoh), dtod); }
   bool empty() const {

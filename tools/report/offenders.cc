@@ -119,6 +119,25 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
                "or GPUMEMSHIM_POLICY=spill leaves ping-ponging regions on the host, mapped";
       out.push_back(std::move(o));
     }
+    // Two round trips or more (to the device, back, to the device, back): the CPU and the GPU take
+    // turns on it, whether the moves came on faults or as prefetches.
+    if (g.um.turns >= 3) {
+      Offender o;
+      o.kind = "ping_pong";
+      o.subject = region_name(set, g);
+      const int64_t rounds = (g.um.turns + 1) / 2;
+      o.count = rounds;
+      o.bytes = g.um.migrated();
+      o.gbps = rate(o.bytes, g.um.migration_ns);
+      // Read in place over the link (or moved once), none of the moving back and forth is needed.
+      o.lost_ns = g.um.migration_ns;
+      o.hint = o.subject + " went to the GPU and back " + human_count(rounds) + " times (" +
+               human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(g.um.migration_ns) +
+               " moving): the CPU and the GPU take turns on it; keep it on the host and let kernels read it over the "
+               "link (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU), or move only the pages "
+               "the CPU touches";
+      out.push_back(std::move(o));
+    }
     if (g.um.fault_dtoh > 0) {
       Offender o;
       o.kind = "cpu_fault_migration";
