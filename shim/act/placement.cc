@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "core/guard.h"
@@ -281,6 +282,23 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes) {
   if (!placement_active()) return;
   budget::clamp_mem_info(driver::current_device(), free_bytes, total_bytes);
+}
+
+void ipc_handle_refused(uintptr_t p, CUresult r) {
+  ShimScope scope;
+  auto region = cuda_regions().find(p);
+  if (!region || (region->placement != Placement::swap && region->placement != Placement::managed &&
+                  region->placement != Placement::pinned)) {
+    return;
+  }
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  Line l;
+  l.str("cuIpcGetMemHandle at ").hex(p).str(" failed (CUresult ").i64(r).str("): the shim made that memory ")
+      .str(placement_name(region->placement))
+      .str(", which has no legacy IPC handle; to share device memory between processes so, run the program with "
+           "GPUMEMSHIM_POLICY=spill and a budget it fits");
+  log(LogLevel::warn, l);
 }
 
 }  // namespace gms::act

@@ -38,6 +38,11 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
 // cuMemGetInfo within the budget (driver/budget.h) when allocations are decided at all.
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes);
 
+// The driver refused a legacy IPC handle (cuIpcGetMemHandle) at `p`: when the shim placed that
+// memory (movable, managed or pinned, none of which has such a handle), one warning a process
+// says so and what to run instead. The program gets the driver's error unchanged.
+void ipc_handle_refused(uintptr_t p, CUresult r);
+
 // Small wrapper to pass a lambda as (function, context).
 template <typename F>
 CUresult invoke(void* ctx) {

@@ -172,6 +172,13 @@ GMS_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUd
   return call_real(GMS_REAL(cuMemGetAddressRange_v2), base, size, p);
 }
 
+GMS_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
+  GMS_NESTED(cuIpcGetMemHandle, handle, p);
+  CUresult r = call_real(GMS_REAL(cuIpcGetMemHandle), handle, p);
+  if (r != CUDA_SUCCESS) act::ipc_handle_refused(static_cast<uintptr_t>(p), r);
+  return r;
+}
+
 GMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                                 unsigned long long flags) {
   GMS_NESTED(cuMemCreate, handle, size, prop, flags);

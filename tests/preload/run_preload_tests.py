@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 122 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 123 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -428,7 +428,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("122 hooked implementations called", run.stdout)
+        self.assertIn("123 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -776,6 +776,9 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(d["kept_on_device"]["calls"], 2, "6 MiB, and 12 MiB in the capture")
         self.assertEqual(d["refused"]["calls"], 0)
         self.assertEqual(d["prefetched"]["calls"], 0)
+        ipc = [l for l in run.stderr.splitlines() if "cuIpcGetMemHandle" in l]
+        self.assertEqual(len(ipc), 1, run.stderr)
+        self.assertIn("GPUMEMSHIM_POLICY=spill", ipc[0])
 
 
 class PreloadSwap(PreloadCase):

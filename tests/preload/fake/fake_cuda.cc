@@ -1058,6 +1058,17 @@ FAKE_IMPL(cuMemGetAddressRange_v2)(CUdeviceptr* pbase, size_t* psize, CUdevicept
   return CUDA_SUCCESS;
 }
 
+// As the driver: a legacy IPC handle only for memory cuMemAlloc made.
+FAKE_IMPL(cuIpcGetMemHandle)(CUipcMemHandle* handle, CUdeviceptr ptr) {
+  FAKE_ENTER(k_cuIpcGetMemHandle);
+  FAKE_TRY(need_ctx());
+  Block b;
+  if (!handle || !find_block(static_cast<uintptr_t>(ptr), 1, &b) || b.kind != Kind::device) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(handle, 0, sizeof(*handle));
+  std::memcpy(handle->reserved, &b.base, sizeof(b.base));
+  return CUDA_SUCCESS;
+}
+
 // ---- cuGetProcAddress -------------------------------------------------------------------------------
 
 FAKE_IMPL(cuGetProcAddress)(const char* symbol, void** pfn, int version, cuuint64_t flags) {

@@ -5,7 +5,9 @@
 // - one over a quarter that fits beside what is there is ordinary device memory;
 // - one over a quarter that does not fit is managed memory, and a launch that uses it while the
 //   budget is full of other memory leaves it where it is (no prefetch, nothing evicted for it);
-// - a stream capture's allocation past the budget gets device memory, not out-of-memory.
+// - a stream capture's allocation past the budget gets device memory, not out-of-memory;
+// - a legacy IPC handle is refused for movable memory as the driver refuses it (the runner checks
+//   the one warning that says what to run instead) and given for ordinary memory.
 // Every byte written through a kernel is checked after. The runner checks the shim's statistics.
 #include <vector>
 
@@ -74,6 +76,12 @@ int main() {
     CHECK(prefetch.added() == 0);
     CHECK(unmap.added() == 0);
   }
+  // Legacy IPC: the driver's answer for each kind of memory (movable memory has no such handle).
+  CUipcMemHandle h;
+  CHECK_RESULT(cuIpcGetMemHandle(&h, small), CUDA_ERROR_INVALID_VALUE);
+  CHECK_RESULT(cuIpcGetMemHandle(&h, small), CUDA_ERROR_INVALID_VALUE);
+  CK(cuIpcGetMemHandle(&h, large));
+
   CK(cuStreamSynchronize(st));
   CHECK(sevens(small, 4 * MiB));
   CHECK(sevens(large, 6 * MiB));

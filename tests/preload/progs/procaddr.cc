@@ -373,6 +373,8 @@ void every_hook(CUcontext ctx, CUstream s) {
   size_t range_size = 0;
   ONE(cuMemGetAddressRange_v2, PFN_cuMemGetAddressRange_v3020, &range_base, &range_size, d1 + 16);
   CHECK(range_base == d1 && range_size >= 16);
+  CUipcMemHandle ipc;
+  ONE(cuIpcGetMemHandle, PFN_cuIpcGetMemHandle_v4010, &ipc, d1);  // 4 KiB: ordinary memory under any policy
 
   CUmemAllocationProp prop = {};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
