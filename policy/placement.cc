@@ -34,8 +34,9 @@ const char* where_name(Where w) {
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req) {
   bool in_budget = fits(budget, req.bytes) && !req.device_refused;
-  // A graph being captured must get memory it can replay: never managed or pinned, never a
-  // prefetch. Inside the budget it is an ordinary allocation; beyond it, the driver's own answer.
+  // A graph being captured must get memory it can replay: never managed, pinned or movable, never a
+  // prefetch. Inside the budget it is an ordinary allocation; beyond it, the driver's own answer
+  // (under auto, ordinary memory past the budget).
   if (req.capturing) {
     if (in_budget) return {Where::device, "stream capture"};
     // Under auto nothing can move during a capture to make room (the copies would be captured),
