@@ -23,7 +23,7 @@ Arena::Spot Arena::find_by_walk(uint64_t bytes, bool device_only) const {
 
 // Chunks from `pristine` on are taken as one run to the slab's end without a look at their
 // pieces: a slab spans the budget and the managed limit twice over (thousands of chunks on a large
-// card), and walking their pieces at every allocation cost PyTorch 50 to 90 us an allocation.
+// card), walked at every allocation (docs/design/policies.md, `auto`, what a step that fits costs).
 Arena::Spot Arena::find_from(uint64_t bytes, bool device_only, uint64_t pristine) const {
   Spot best;
   if (bytes == 0) return best;

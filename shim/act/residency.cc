@@ -576,7 +576,6 @@ thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = fal
 thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
-bool movable() { return movable_policy(); }
 // Opens the calling thread's queue window (swap::begin_queue) when it goes out of scope, which must
 // be under the residency lock and after the thread's own moves: a round of another thread's moves
 // then either comes before the window (and the work sees its remaps, after its copies) or waits for
@@ -584,7 +583,7 @@ bool movable() { return movable_policy(); }
 // memory coherent under its own prefetches), so other policies pay no after-hook per launch.
 struct QueueWindow {
   ~QueueWindow() {
-    if (!movable()) return;
+    if (!movable_policy()) return;
     t_launch_open = true;
     swap::begin_queue();
   }
@@ -592,7 +591,7 @@ struct QueueWindow {
 
 void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   // Nothing ever moves; or nothing to scan and no window to open.
-  if (options().prefetch == Prefetch::off || (!params && !extra && !movable())) return;
+  if (options().prefetch == Prefetch::off || (!params && !extra && !movable_policy())) return;
   ShimScope scope;
   int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) {
@@ -612,7 +611,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     std::vector<policy::RegionId> referenced;
     if (params) {
       const std::vector<Param>& params_layout = layout(s, f);
-      if (params_layout.empty() && movable() && options().swap_order == SwapOrder::scan &&
+      if (params_layout.empty() && movable_policy() && options().swap_order == SwapOrder::scan &&
           (parking() || !driver::stream_capturing(stream, per_thread))) {
         // No layout (or no parameters): the kernel may use any movable memory.
         as_unscanned();
@@ -673,7 +672,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
   const bool scan = options().swap_order == SwapOrder::scan;
-  if (options().prefetch == Prefetch::off || (!scan && !movable())) return false;
+  if (options().prefetch == Prefetch::off || (!scan && !movable_policy())) return false;
   ShimScope scope;
   int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) {
@@ -699,13 +698,13 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
 }
 
 void before_pointer_query_slow(uintptr_t p) {
-  if (!movable() || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
+  if (!movable_policy() || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
   if (p < g_lo.load(std::memory_order_relaxed) || p >= g_hi.load(std::memory_order_relaxed)) return;
   swap::unpark(p);
 }
 
 bool before_unscanned_slow() {
-  if (!movable()) return false;
+  if (!movable_policy()) return false;
   ShimScope scope;
   // Under the residency lock, as every window opens: a round of moves waiting for the windows to
   // close holds it, so no new one opens meanwhile. Scan order also waits for the shim's copies and

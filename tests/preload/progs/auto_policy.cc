@@ -15,20 +15,11 @@
 
 namespace {
 
+using preload::launch_fill;
+
 constexpr size_t MiB = 1u << 20;
 
 using Count = preload::CallCount;
-
-void k_fill(void** p) {
-  unsigned char* x = preload::dev_ptr<unsigned char>(*static_cast<CUdeviceptr*>(p[0]));
-  size_t n = *static_cast<size_t*>(p[1]);
-  std::memset(x, 7, n);
-}
-
-CUresult launch_fill(CUdeviceptr x, size_t n, CUstream s) {
-  void* params[] = {&x, &n};
-  return cuLaunchKernel(preload::as_function(k_fill), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
-}
 
 bool sevens(CUdeviceptr x, size_t n) {
   std::vector<unsigned char> h(n);
@@ -43,8 +34,7 @@ bool sevens(CUdeviceptr x, size_t n) {
 
 int main() {
   preload::use_device0();
-  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
-  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_fill), sizes, 2) == 0);
+  CHECK(preload::declare_fill() == 0);
   CUstream st;
   CK(cuStreamCreate(&st, 0));
 

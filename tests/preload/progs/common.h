@@ -58,6 +58,22 @@ inline void k_add3(void** p) {
   for (size_t i = 0; i < n; ++i) c[i] = a[i] + b[i] + c[i];
 }
 
+// x[i] = 7 for every byte; params: CUdeviceptr x, size_t bytes. declare_fill() tells the stand-in
+// driver its parameter layout, as the launch scan reads it.
+inline void k_fill(void** p) {
+  unsigned char* x = dev_ptr<unsigned char>(*static_cast<CUdeviceptr*>(p[0]));
+  size_t n = *static_cast<size_t*>(p[1]);
+  std::memset(x, 7, n);
+}
+inline int declare_fill() {
+  size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
+  return fake_cuda_set_kernel_params(as_function(k_fill), sizes, 2);
+}
+inline CUresult launch_fill(CUdeviceptr x, size_t n, CUstream s) {
+  void* params[] = {&x, &n};
+  return cuLaunchKernel(as_function(k_fill), 1, 1, 1, 1, 1, 1, 0, s, params, nullptr);
+}
+
 // x[i] *= k; params: CUdeviceptr x; uint32_t k; size_t count
 inline void k_scale(void** p) {
   uint32_t* x = dev_ptr<uint32_t>(*static_cast<CUdeviceptr*>(p[0]));
