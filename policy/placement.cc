@@ -81,4 +81,16 @@ Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t
   return {Where::device, "?"};
 }
 
+Placement place_vmm(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
+                    const VmmRequest& req) {
+  if (fits(budget, req.bytes) && !req.device_refused) return {Where::device, "within budget"};
+  if (cfg.policy == PolicyKind::off) {
+    if (cfg.limit_enforced && !req.device_refused) return {Where::out_of_memory, "device limit"};
+    return {Where::device, "policy off"};
+  }
+  uint64_t counted = managed_in_use;
+  if (cfg.policy == PolicyKind::auto_) counted = managed_in_use > budget.limit ? managed_in_use - budget.limit : 0;
+  return converted(cfg, Where::pinned, counted, req.bytes, "over budget: host memory");
+}
+
 }  // namespace gms::policy

@@ -62,4 +62,17 @@ struct Placement {
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req);
 
+// A cuMemCreate of device memory (virtual memory management: PyTorch's expandable segments, JAX,
+// NCCL). The program maps the handle itself, so the memory can only be what it asked for or host
+// memory that its mappings reach over the link (Where::pinned here: a host-located handle).
+struct VmmRequest {
+  uint64_t bytes = 0;
+  bool device_refused = false;  // the driver already said out-of-memory for device memory
+};
+// Within the budget: device memory. Past it (or refused by the driver): host memory under every
+// policy but off, within the managed limit (under auto, beyond the budget's worth of movable memory,
+// as for place()); out of memory under off with a device limit.
+Placement place_vmm(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
+                    const VmmRequest& req);
+
 }  // namespace gms::policy

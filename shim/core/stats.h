@@ -41,6 +41,7 @@ namespace gms {
   X(kept_on_device, "device allocations kept on the device by a policy")                      \
   X(spilled_managed, "over-budget device allocations turned into managed memory")             \
   X(spilled_pinned, "over-budget device allocations turned into mapped pinned host memory")   \
+  X(spilled_vmm, "over-budget cuMemCreate device handles made in host memory")                \
   X(converted_managed, "allocations turned into managed memory by policy managed")            \
   X(converted_pinned, "allocations turned into pinned host memory by policy pinned")          \
   X(converted_swap, "allocations turned into movable device memory by policy swap")          \

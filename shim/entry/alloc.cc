@@ -3,6 +3,7 @@
 #include "act/host_alloc.h"
 #include "act/placement.h"
 #include "act/residency.h"
+#include "act/vmm.h"
 #include "common.h"
 
 namespace gms::entry {
@@ -182,8 +183,18 @@ GMS_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
 GMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                                 unsigned long long flags) {
   GMS_NESTED(cuMemCreate, handle, size, prop, flags);
-  CUresult r = call_real(GMS_REAL(cuMemCreate), handle, size, prop, flags);
+  CUresult r = act::vmm_create(handle, size, prop, flags, [](CUmemGenericAllocationHandle* h, size_t n,
+                                                           const CUmemAllocationProp* p, unsigned long long f) {
+    return call_real(GMS_REAL(cuMemCreate), h, n, p, f);
+  });
   observe::call(Family::vmm, ok(r), size);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  GMS_NESTED(cuMemRetainAllocationHandle, handle, addr);
+  CUresult r = call_real(GMS_REAL(cuMemRetainAllocationHandle), handle, addr);
+  if (ok(r) && handle) act::vmm_retained(*handle);
   return r;
 }
 
@@ -206,6 +217,7 @@ GMS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 GMS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   GMS_NESTED(cuMemRelease, handle);
   CUresult r = call_real(GMS_REAL(cuMemRelease), handle);
+  if (ok(r)) act::vmm_released(handle);
   observe::call(Family::vmm, ok(r), 0);
   return r;
 }

@@ -11,8 +11,9 @@ namespace {
 void account(const Region& r, int sign) {
   DeviceLedger& l = ledger();
   bool created = r.placement == Placement::managed || r.placement == Placement::pinned || r.placement == Placement::swap;
-  // Movable memory counts where it is: the residency planner reports its device-backed bytes.
-  bool on_device = (r.kind == MemKind::device || r.kind == MemKind::vmm) && r.placement != Placement::swap;
+  // Movable memory counts where it is: the residency planner reports its device-backed bytes. The
+  // program's own VMM mappings count by their handles, from creation (act/vmm.h), not where mapped.
+  bool on_device = r.kind == MemKind::device && r.placement != Placement::swap;
   if (created) sign > 0 ? l.add_created(r.size) : l.sub_created(r.size);
   if (on_device) sign > 0 ? l.add_used(r.device, r.size) : l.sub_used(r.device, r.size);
 }

@@ -10,6 +10,7 @@ GPU safety: every run caps the shim's managed and pinned memory (GPUMEMSHIM_MANA
 emulates a small GPU with GPUMEMSHIM_DEVICE_LIMIT; the programs use at most a few hundred MiB.
 """
 import os
+import re
 import sys
 
 import pytest
@@ -35,7 +36,8 @@ POLICIES = {
     "swap-scan": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan"},
     "swap-scan-park": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan", "GPUMEMSHIM_SWAP_PARK": "on"},
 }
-PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap")
+PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap",
+                    "spilled_vmm")
 
 _plain = {}
 
@@ -109,12 +111,39 @@ def test_torch_compile_under_policy(policy, shim, workdir):
     _mix(policy, shim, workdir, "fw_mix_compiled", ["torch_compiled", "cupy"], budget="8M")
 
 
-@pytest.mark.parametrize("policy", ["spill-managed", "swap"])
+@pytest.mark.parametrize("policy", ["auto", "spill-managed", "swap"])
 def test_frameworks_together_with_expandable_segments(policy, shim, workdir, monkeypatch):
     """The same with PyTorch's expandable segments: its allocator maps its own memory with
-    cuMemCreate/cuMemMap, which counts against the budget but is not the shim's to move."""
+    cuMemCreate/cuMemMap, which counts against the budget and past it is made in host memory."""
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     _mix(policy, shim, workdir, "fw_mix_expandable", MIX_PARTS)
+
+
+@pytest.mark.parametrize("policy", ["auto", "spill-managed"])
+def test_expandable_segments_stay_within_the_budget(policy, shim, workdir, monkeypatch):
+    """torch_expandable.py: three times a 512 MiB budget in tensors, with expandable segments.
+    The device memory the process holds, as NVML sees it (not through the shim), never goes past
+    the budget by more than one 128 MiB tensor and PyTorch's 20 MiB segments' rounding; every
+    tensor's sum is as without the shim; the memory past the budget was made in host memory."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    monkeypatch.setenv("GMS_TEST_BUDGET_MIB", "512")
+    run = check("torch_expandable", [sys.executable, os.path.join(HERE, "torch_expandable.py")], policy, shim,
+                workdir, budget="512M")
+    peak = re.search(r"peak beyond base MiB: (\w+)", run.stderr.decode(errors="replace"))
+    assert peak, run.stderr_tail()
+    if peak.group(1) == "none":
+        pytest.skip("NVML is not there to measure the device memory from outside the shim")
+    assert int(peak.group(1)) <= 512 + 128 + 40, f"{peak.group(0)} under a 512 MiB budget"
+    assert run.stats["decisions"]["spilled_vmm"]["bytes"] >= 1 << 30, run.stats["decisions"]
+
+
+@pytest.mark.parametrize("policy", ["auto", "spill-managed"])
+def test_jax_past_its_pool(policy, shim, workdir):
+    """jax_big.py: 1.5 GiB of arrays past a 1 GiB budget with JAX's defaults: the results as
+    without the shim (XLA's own pool, sized from the budget, would fail with RESOURCE_EXHAUSTED)."""
+    pytest.importorskip("jax")
+    check("jax_big", [sys.executable, os.path.join(HERE, "jax_big.py")], policy, shim, workdir, budget="1G")
 
 
 @pytest.mark.parametrize("policy", ["spill", "auto", "swap"])

@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 123 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 124 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -428,7 +428,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("123 hooked implementations called", run.stdout)
+        self.assertIn("124 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -779,6 +779,35 @@ class PreloadPlacement(PreloadCase):
         ipc = [l for l in run.stderr.splitlines() if "cuIpcGetMemHandle" in l]
         self.assertEqual(len(ipc), 1, run.stderr)
         self.assertIn("GPUMEMSHIM_POLICY=spill", ipc[0])
+
+    def test_framework_allocators(self):
+        # At load the shim asks JAX (every policy but off) and PyTorch (movable policies) for
+        # allocators whose every buffer it sees, unless the program configures them itself.
+        def seen(env):
+            e = self.base_env(None)
+            e.update(env)
+            e["LD_PRELOAD"] = self.preload_list()
+            out = subprocess.run(["sh", "-c", 'echo "$XLA_PYTHON_CLIENT_ALLOCATOR|$PYTORCH_CUDA_ALLOC_CONF"'], env=e,
+                                 capture_output=True, text=True, timeout=60)
+            return out.stdout.strip()
+        self.assertEqual(seen({}), "cuda_async|backend:cudaMallocAsync")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill"}), "cuda_async|")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "off"}), "|")
+        self.assertEqual(seen({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}), "|backend:cudaMallocAsync")
+        self.assertEqual(seen({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+                         "|expandable_segments:True")
+        self.assertEqual(seen({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}), "platform|backend:cudaMallocAsync")
+
+    def test_vmm_under_the_budget(self):
+        # The program's own cuMemCreate: counted from creation, host memory past the budget under
+        # every policy but off, which refuses it (progs/vmm_budget.cc checks the calls and bytes).
+        for policy in ("auto", "spill", "swap", "off"):
+            env = {"GPUMEMSHIM_POLICY": policy, "GPUMEMSHIM_DEVICE_LIMIT": "16M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+            run = self.run_program("vmm_budget", policy, env=env)
+            self.assertIn(f"vmm ok ({policy})", run.stdout)
+            d = self.only_stats(run)["decisions"]
+            self.assertEqual(d["spilled_vmm"]["bytes"], 0 if policy == "off" else 16 * MiB, policy)
+            self.assertEqual(d["refused"]["calls"], 2 if policy == "off" else 0, policy)
 
 
 class PreloadSwap(PreloadCase):

@@ -116,5 +116,38 @@ TEST(Placement, EveryDecisionHasAReason) {
   EXPECT_STREQ(where_name(p.where), "managed");
 }
 
+Where vmm(const PlacementConfig& c, uint64_t limit, uint64_t used, uint64_t bytes, uint64_t managed_in_use = 0,
+          bool refused = false) {
+  return place_vmm(c, {limit, used}, managed_in_use, {bytes, refused}).where;
+}
+
+TEST(PlacementVmm, DeviceWithinTheBudgetHostMemoryPastItUnderEveryPolicyButOff) {
+  for (PolicyKind p : {PolicyKind::spill, PolicyKind::auto_, PolicyKind::swap, PolicyKind::managed, PolicyKind::pinned}) {
+    auto c = cfg(p);
+    EXPECT_EQ(vmm(c, 8 * GiB, 6 * GiB, 2 * GiB), Where::device) << "exactly fits, policy " << int(p);
+    EXPECT_EQ(vmm(c, 8 * GiB, 6 * GiB, 2 * GiB + 2 * MiB), Where::pinned) << "one granule over, policy " << int(p);
+    EXPECT_EQ(vmm(c, 8 * GiB, 0, 2 * MiB, 0, true), Where::pinned) << "the driver refused, policy " << int(p);
+  }
+}
+
+TEST(PlacementVmm, OffEnforcesTheLimitAndOtherwiseLeavesTheDriversAnswer) {
+  auto c = cfg(PolicyKind::off);
+  EXPECT_EQ(vmm(c, GiB, GiB, 2 * MiB), Where::out_of_memory);
+  EXPECT_EQ(vmm(c, GiB, 0, 2 * MiB), Where::device);
+  c.limit_enforced = false;
+  EXPECT_EQ(vmm(c, GiB, GiB, 2 * MiB), Where::device) << "no limit set: the budget is the card, the driver answers";
+  EXPECT_EQ(vmm(c, GiB, 0, 2 * MiB, 0, true), Where::device) << "refused: the driver's own error stands";
+}
+
+TEST(PlacementVmm, TheManagedLimitCapsHostMemory) {
+  auto c = cfg(PolicyKind::spill, 4 * GiB);
+  EXPECT_EQ(vmm(c, GiB, GiB, GiB, 3 * GiB), Where::pinned);
+  EXPECT_EQ(vmm(c, GiB, GiB, GiB + 2 * MiB, 3 * GiB), Where::out_of_memory);
+  // Under auto only what the shim made beyond the budget's worth counts.
+  auto a = cfg(PolicyKind::auto_, 4 * GiB);
+  EXPECT_EQ(vmm(a, GiB, GiB, GiB + 2 * MiB, 3 * GiB), Where::pinned);
+  EXPECT_EQ(vmm(a, GiB, GiB, 2 * GiB + 2 * MiB, 3 * GiB), Where::out_of_memory);
+}
+
 }  // namespace
 }  // namespace gms::policy

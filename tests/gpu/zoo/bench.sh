@@ -4,8 +4,8 @@
 # no limit; the floor and the schedule of its step at that budget (gpumemshim report --budget on a
 # traced run with no budget to speak of); policy auto with nothing else set but the budget, and with
 # no budget (what it costs a step that fits); PyTorch's save_on_cpu under
-# set_per_process_memory_fraction; at peak / 1.5 also the default policy (spill) and off (out of
-# memory); with EXPERT=1 also swap in scan order with parking. Rows go to $OUT/zoo.jsonl, the
+# set_per_process_memory_fraction; at peak / 1.5 also policy spill (the default before auto) and
+# off (out of memory); with EXPERT=1 also swap in scan order with parking. Rows go to $OUT/zoo.jsonl, the
 # table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. GPU safety: every run under the
 # shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) may be set.
 set -u
@@ -56,8 +56,8 @@ for m in $MODELS; do
       row "$m" "$div" "swap scan+park" "$(run "${SHIMENV[@]}" "${scan[@]}" python3 $Z "$m" --steps "$STEPS")"
     fi
     if [ "$div" = 1.5 ]; then
-      # The default policy (spill) with nothing else set but the budget, and off: out of memory.
-      row "$m" "$div" "spill" "$(run "${SHIMENV[@]}" GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
+      # Policy spill (the default before auto) at the budget, and off: out of memory.
+      row "$m" "$div" "spill" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"
       row "$m" "$div" "off" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 3)"
     fi
   done

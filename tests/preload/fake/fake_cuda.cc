@@ -153,6 +153,9 @@ struct Reservation {
 struct VmmHandle {
   int fd;
   size_t size;
+  bool host = false;  // host-located (CU_MEM_LOCATION_TYPE_HOST / HOST_NUMA)
+  unsigned types = 0;  // requestedHandleTypes
+  int refs = 1;       // cuMemRetainAllocationHandle adds one, cuMemRelease takes one
 };
 
 std::mutex g_mu;
@@ -1238,9 +1241,39 @@ FAKE_IMPL(cuMemCreate)(CUmemGenericAllocationHandle* handle, size_t size, const 
   }
   unsigned long long h = 0x4d000000ull + static_cast<unsigned long long>(fd);
   std::lock_guard<std::mutex> lock(g_mu);
-  vmm_handles()[h] = VmmHandle{static_cast<int>(fd), size};
+  const bool host = prop->location.type == CU_MEM_LOCATION_TYPE_HOST || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  vmm_handles()[h] = VmmHandle{static_cast<int>(fd), size, host, static_cast<unsigned>(prop->requestedHandleTypes)};
   *handle = h;
   return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle* handle, void* addr) {
+  FAKE_ENTER(k_cuMemRetainAllocationHandle);
+  FAKE_TRY(need_ctx());
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto at = reinterpret_cast<uintptr_t>(addr);
+  auto it = blocks().upper_bound(at);
+  if (it == blocks().begin()) return CUDA_ERROR_INVALID_VALUE;
+  const Block& b = std::prev(it)->second;
+  if (b.kind != Kind::vmm || at >= b.base + b.size) return CUDA_ERROR_INVALID_VALUE;
+  auto h = vmm_handles().find(0x4d000000ull + static_cast<unsigned long long>(b.fd));
+  if (h == vmm_handles().end()) return CUDA_ERROR_INVALID_VALUE;
+  ++h->second.refs;
+  *handle = h->first;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT unsigned fake_cuda_handle_types(CUmemGenericAllocationHandle handle) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = vmm_handles().find(handle);
+  return it == vmm_handles().end() ? 0 : it->second.types;
+}
+
+FAKE_EXPORT int fake_cuda_handle_on_host(CUmemGenericAllocationHandle handle) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = vmm_handles().find(handle);
+  return it == vmm_handles().end() ? -1 : it->second.host ? 1 : 0;
 }
 
 FAKE_IMPL(cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
@@ -1349,6 +1382,7 @@ FAKE_IMPL(cuMemRelease)(CUmemGenericAllocationHandle handle) {
     std::lock_guard<std::mutex> lock(g_mu);
     auto it = vmm_handles().find(handle);
     if (it == vmm_handles().end()) return CUDA_ERROR_INVALID_VALUE;
+    if (--it->second.refs > 0) return CUDA_SUCCESS;
     fd = it->second.fd;
     vmm_handles().erase(it);
   }

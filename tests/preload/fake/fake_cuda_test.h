@@ -49,6 +49,11 @@ void fake_cuda_before_next_async_copy(void (*fn)(void*), void* arg);
 // released.
 void* fake_cuda_physical(CUdeviceptr ptr, size_t n);
 
+// Whether a cuMemCreate handle is host-located: 1, device-located: 0, no such handle: -1.
+int fake_cuda_handle_on_host(CUmemGenericAllocationHandle handle);
+// The handle types a cuMemCreate handle was asked for with (0 for none or no such handle).
+unsigned fake_cuda_handle_types(CUmemGenericAllocationHandle handle);
+
 // Memory the driver owns but that no entry point handed out (as a module's globals, or an allocation
 // made before an interposer was loaded): cuMemFree_v2 / cuMemFreeHost accept it, the shim never saw it.
 CUdeviceptr fake_cuda_alloc_untracked(size_t bytes);

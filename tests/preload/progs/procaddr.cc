@@ -393,6 +393,9 @@ void every_hook(CUcontext ctx, CUstream s) {
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   CK(get<PFN_cuMemSetAccess_v10020>("cuMemSetAccess")(va, kVmm, &access, 1));
   std::memset(host(va), 0x5c, kVmm);  // mapped and writable
+  CUmemGenericAllocationHandle again = 0;
+  ONE(cuMemRetainAllocationHandle, PFN_cuMemRetainAllocationHandle_v11000, &again, reinterpret_cast<void*>(va));
+  CHECK(again == hdl);
 
   // ---- linear copies
   fill(hp, S, 1);
