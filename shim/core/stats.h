@@ -46,6 +46,7 @@ namespace gms {
   X(converted_pinned, "allocations turned into pinned host memory by policy pinned")          \
   X(converted_swap, "allocations turned into movable device memory by policy swap")          \
   X(swap_reused, "movable memory allocations served by a range the program had freed")       \
+  X(swap_rounds, "rounds of moves of movable memory (bytes: copied out and in)")              \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \

@@ -311,6 +311,131 @@ void finish(Round& round) {
   for (const Backing& d : round.spent_devices) b.give_device(d);
 }
 
+void copy_ins(Round& round) {
+  Backings& b = backings();
+  std::multimap<uint64_t, Round::Out*> leaving;  // by size
+  for (Round::Out& o : round.outs) leaving.emplace(o.at.size(), &o);
+  for (Round::In& in : round.ins) {
+    const int dev = in.at.range->dev;
+    auto f = leaving.find(in.at.size());
+    Round::Out* from = nullptr;
+    CUresult r = CUDA_SUCCESS;
+    if (b.spare_device[dev].empty() && f != leaving.end()) {
+      from = f->second;
+      leaving.erase(f);
+      in.device = from->at.chunk().device;
+      gpu_wait(from->copied, round.in_stream, round.in_pt);  // its copy out first
+    } else {
+      r = b.take_device(in.at.size(), dev, &in.device);
+      if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) b.give_device(in.device);
+    }
+    if (r == CUDA_SUCCESS) r = copy(in.device.side, in.at.chunk().host.side, in.at.size(), round.in_stream, round.in_pt);
+    if (r != CUDA_SUCCESS) {
+      if (!from && in.device.handle) round.spent_devices.push_back(in.device);
+      in.device = {};
+      fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
+      continue;
+    }
+    in.copied = true;
+    if (from) from->lent = true;
+  }
+}
+
+void remap_and_finish(Round& round) {
+  Marks& mk = marks();
+  Slabs& s = slabs();
+  round.remap_start = trace::monotonic_ns();
+  // Evictions, in runs of neighbouring chunks. On failure a chunk keeps its device memory, unless
+  // a copy in took it: then its host copy is all there is, and the chunk is left parked on it.
+  std::vector<Round::Out*> run;
+  auto evict_run = [&] {
+    if (run.empty()) return;
+    std::vector<Piece> host;
+    for (Round::Out* o : run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
+    const int dev = run.front()->at.range->dev;
+    CUresult m = map_span(host, dev);
+    for (Round::Out* o : run) {
+      Chunk& c = o->at.chunk();
+      CUresult one = m == CUDA_SUCCESS || !o->lent ? m : map(o->at.va(), o->at.size(), o->host.handle, dev);
+      if (one == CUDA_SUCCESS || o->lent) {
+        if (!o->lent) round.spent_devices.push_back(c.device);
+        c.device = {};
+        c.host = o->host;
+        set_parked(c, one != CUDA_SUCCESS);
+        if (one != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
+        s.note_backing(o->at.va(), *o->at.range);
+        continue;
+      }
+      round.spent_hosts.push_back(o->host);
+      if (map(o->at.va(), o->at.size(), c.device.handle, dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
+      fail(*o->at.m, "eviction", m, o->at.size());
+    }
+    run.clear();
+  };
+  for (Round::Out& o : round.outs) {
+    if (!run.empty() && !o.at.follows(run.back()->at)) evict_run();
+    if (call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size())) != CUDA_SUCCESS && !o.lent) {
+      evict_run();
+      round.spent_hosts.push_back(o.host);
+      fail(*o.at.m, "eviction", CUDA_ERROR_UNKNOWN, o.at.size());
+      continue;
+    }
+    run.push_back(&o);
+  }
+  evict_run();
+  // Prefetches, in runs: the host copy stays mapped where mapping the device memory fails.
+  std::vector<Round::In*> in_run;
+  auto prefetch_run = [&] {
+    if (in_run.empty()) return;
+    std::vector<Piece> device;
+    for (Round::In* in : in_run) device.push_back({in->at.va(), in->at.size(), in->device.handle});
+    const int dev = in_run.front()->at.range->dev;
+    CUresult m = map_span(device, dev);
+    for (Round::In* in : in_run) {
+      Chunk& c = in->at.chunk();
+      if (m == CUDA_SUCCESS) {
+        round.spent_hosts.push_back(c.host);
+        c.host = {};
+        set_parked(c, false);
+        c.device = in->device;
+        s.note_backing(in->at.va(), *in->at.range);
+        continue;
+      }
+      if (!in->parked && map(in->at.va(), in->at.size(), c.host.handle, dev) != CUDA_SUCCESS) say_lost(in->at.size(), in->at.va());
+      round.spent_devices.push_back(in->device);
+      fail(*in->at.m, "prefetch", m, in->at.size());
+    }
+    in_run.clear();
+  };
+  for (Round::In& in : round.ins) {
+    if (!in.copied) continue;
+    if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
+    if (!in.parked && call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size())) != CUDA_SUCCESS) {
+      prefetch_run();
+      round.spent_devices.push_back(in.device);
+      fail(*in.at.m, "prefetch", CUDA_ERROR_UNKNOWN, in.at.size());
+      continue;
+    }
+    in_run.push_back(&in);
+  }
+  prefetch_run();
+  runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - round.remap_start);
+  for (Round::Out& o : round.outs) mk.give(o.copied);
+  // The copies must be over before anyone launches, and before their memory is reused.
+  CUresult w = wait_stream(round.in_stream, round.in_pt);
+  if (w == CUDA_SUCCESS) w = wait_stream(round.out_stream, round.out_pt);
+  if (w != CUDA_SUCCESS) {
+    // A wait fails only on a broken context: nothing the copies may still touch is reused.
+    for (Round::In& in : round.ins) {
+      if (in.copied) fail(*in.at.m, "prefetch", w, in.at.size());
+    }
+    return;
+  }
+  Backings& b = backings();
+  for (const Backing& h : round.spent_hosts) b.give_host(h);
+  for (const Backing& d : round.spent_devices) b.give_device(d);
+}
+
 // --- The public face (act/swap.h) of this part ---
 
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
@@ -319,9 +444,18 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   wait_for_queueing(call.lock());
   Round round(moves);
   if (!plan(round)) return;
+  uint64_t bytes = 0;
+  for (const Round::Out& o : round.outs) bytes += o.at.size();
+  for (const Round::In& in : round.ins) bytes += in.at.size();
+  runtime_stats().decision(Decision::swap_rounds, bytes);
   pick_streams(round, stream, per_thread);
   if (!wait_for_work(round)) return;
   copy_outs(round);
+  if (!round.scan && round.apart) {
+    copy_ins(round);
+    remap_and_finish(round);
+    return;
+  }
   remap_evictions(round);
   remap_prefetches(round);
   finish(round);

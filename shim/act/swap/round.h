@@ -29,11 +29,13 @@ struct Round {
     Slot at;
     Backing host;  // the copy
     Mark copied;   // recorded after the copy (scan order)
+    bool lent = false;  // context order: its device memory went to a copy in (copy_ins)
   };
   struct In {
     Slot at;
     Backing device;  // the new backing
     bool parked = false;  // the program's range has nothing mapped there
+    bool copied = false;  // context order: its copy in is queued (copy_ins)
   };
   std::vector<Out> outs;
   std::vector<In> ins;
@@ -71,5 +73,14 @@ void remap_evictions(Round& r);
 void remap_prefetches(Round& r);
 // The end of the round's copies: marked (scan order) or waited for, and the spent memory's return.
 void finish(Round& r);
+
+// Context order, after copy_outs: nothing runs and the program waits, so the copies in start at
+// once too, beside the copies out, and the program's ranges are remapped while both run
+// (docs/analysis/swap-notes.md, "Context order"). Each chunk brought in gets spare or new device
+// memory, else the memory of a chunk leaving, after that chunk's copy out.
+void copy_ins(Round& r);
+// Maps each evicted chunk's host copy and each brought-in chunk's device memory at the program's
+// range, then waits for the copies and returns the spent memory.
+void remap_and_finish(Round& r);
 
 }  // namespace gms::act::swap
