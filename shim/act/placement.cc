@@ -52,9 +52,9 @@ CUresult alloc_pinned(CUdeviceptr* out, size_t bytes, uintptr_t* host_alias) {
 
 // Room on the device for `bytes` more of movable memory, within the budget: spare device memory
 // goes first, then freed chunks kept for reuse, then (with `evict`) evictions of the least
-// recently used memory.
+// recently used memory. `created`: the new chunks hold memory of their own already.
 enum class Room { now, after_evictions, never };
-Room room_for_swap(int dev, uint64_t bytes, bool evict) {
+Room room_for_swap(int dev, uint64_t bytes, bool evict, bool created = false) {
   const uint64_t limit = budget::limit(dev);
   if (ledger().used(dev) > limit || bytes > limit - ledger().used(dev)) return Room::never;
   swap::fit_spares(dev, 0);
@@ -67,8 +67,8 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict) {
   residency_make_room(dev, bytes);
   const bool made = over() == 0;
   // Device memory the evictions left (their copies are over in context order) is not kept past
-  // the budget.
-  swap::fit_spares(dev, bytes);
+  // the budget; the new chunks take it when they have none yet.
+  swap::fit_spares(dev, created ? bytes : 0);
   return made ? Room::now : Room::never;
 }
 
@@ -162,18 +162,22 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       } else {
         // Asked first, then placed: room is made (evictions) outside the swap lock, which moves take.
         const uint64_t need = swap::backing_needed(req.bytes, dev);
-        Room room = need == 0 ? Room::now : room_for_swap(dev, need, false);
+        // In context order a round's copies are over when it returns, so the new chunks map the
+        // memory the evictions leave as fast as new memory, without making it and giving the
+        // evicted memory back (docs/analysis/swap-notes.md, "Context order").
+        const bool evict_first = options().swap_order == SwapOrder::context;
+        Room room = need == 0 ? Room::now : room_for_swap(dev, need, evict_first);
         // Address space for all the movable memory the budget and the managed cap allow, twice
         // over for room between allocations: one slab, normally.
         const uint64_t slab = 2 * (budget::limit(dev) + cfg.managed_limit);
         r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);
         if (room == Room::after_evictions) {
-          // Mapped before the evictions that make its room start copying to the host: access calls
-          // are many times slower under such copies (docs/analysis/swap-notes.md, "The copy
-          // gate"). The card holds the new chunks meanwhile, as it holds evicted memory until its
-          // copy is over; when it is full, the evictions go first.
+          // Scan order: mapped before the evictions that make its room start copying to the host:
+          // access calls are many times slower under such copies (docs/analysis/swap-notes.md,
+          // "The copy gate"). The card holds the new chunks meanwhile, as it holds evicted memory
+          // until its copy is over; when it is full, the evictions go first.
           if (r == CUDA_SUCCESS) {
-            room_for_swap(dev, need, true);
+            room_for_swap(dev, need, true, true);
           } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
             room = room_for_swap(dev, need, true);
             r = swap::create(out, req.bytes, dev, room != Room::never, use, slab, &woken);

@@ -47,6 +47,13 @@ namespace gms {
   X(converted_swap, "allocations turned into movable device memory by policy swap")          \
   X(swap_reused, "movable memory allocations served by a range the program had freed")       \
   X(swap_rounds, "rounds of moves of movable memory (bytes: copied out and in)")              \
+  X(swap_made_host, "host memory made for movable memory (cuMemCreate)")                      \
+  X(swap_made_device, "device memory made for movable memory (cuMemCreate)")                  \
+  X(swap_sides, "side ranges mapped for the shim's copies of movable memory")                 \
+  X(swap_dropped_dead, "device memory of chunks with nothing live given back to the driver")   \
+  X(swap_dropped_spare, "spare device memory given back to the driver to stay within the budget") \
+  X(swap_rounds_out_only, "rounds of moves with copies out only")                             \
+  X(swap_rounds_in_only, "rounds of moves with copies in only")                               \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
@@ -76,6 +83,7 @@ namespace gms {
   X(swap_free_ns, "freeing movable memory")           \
   X(swap_move_ns, "moving movable memory")            \
   X(swap_remap_ns, "of which remapping it")           \
+  X(swap_backing_ns, "of which getting memory for it")  \
   X(swap_wait_ns, "waiting for the GPU, movable memory")
 
 #define GMS_LAUNCH_KINDS(X) \

@@ -37,6 +37,7 @@ CUresult make_backing(uint64_t size, int dev, bool host, Backing* out) {
   CUmemAllocationProp p = prop(host, dev);
   CUresult r = call_real(GMS_REAL(cuMemCreate), &b.handle, static_cast<size_t>(size), &p, 0ull);
   if (r == CUDA_SUCCESS) *out = b;
+  if (r == CUDA_SUCCESS) runtime_stats().decision(host ? Decision::swap_made_host : Decision::swap_made_device, size);
   return r;
 }
 
@@ -82,6 +83,7 @@ CUresult give_side(Backing& b) {
     call_real(GMS_REAL(cuMemAddressFree), b.side, static_cast<size_t>(b.size));
     b.side = 0;
   }
+  if (r == CUDA_SUCCESS) runtime_stats().decision(Decision::swap_sides, b.size);
   return r;
 }
 
@@ -168,6 +170,7 @@ void Backings::release(Chunk& c, bool keep) {
       give_device(c.device);
     } else {
       drop_backing(c.device);
+      runtime_stats().decision(Decision::swap_dropped_dead, c.device.size);
     }
     c.device = {};
   } else if (c.host.handle) {
@@ -180,6 +183,7 @@ void Backings::trim(int dev, uint64_t allowed) {
   auto& pool = spare_device[dev];
   for (uint64_t held = spare_bytes(dev); !pool.empty() && held > allowed;) {
     held -= pool.back().size;
+    runtime_stats().decision(Decision::swap_dropped_spare, pool.back().size);
     drop_backing(pool.back());
     pool.pop_back();
   }

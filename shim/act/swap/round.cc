@@ -48,6 +48,7 @@ bool plan(Round& round) {
     }
     if (!range.chunk.on_device()) continue;
     Backing h;
+    Timed t(Timing::swap_backing_ns);
     CUresult r = give_side(range.chunk.device);
     if (r == CUDA_SUCCESS) r = b.take_host(range.size, range.dev, &h);
     if (r != CUDA_SUCCESS) {
@@ -326,6 +327,7 @@ void copy_ins(Round& round) {
       in.device = from->at.chunk().device;
       gpu_wait(from->copied, round.in_stream, round.in_pt);  // its copy out first
     } else {
+      Timed t(Timing::swap_backing_ns);
       r = b.take_device(in.at.size(), dev, &in.device);
       if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) b.give_device(in.device);
     }
@@ -448,6 +450,8 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread) {
   for (const Round::Out& o : round.outs) bytes += o.at.size();
   for (const Round::In& in : round.ins) bytes += in.at.size();
   runtime_stats().decision(Decision::swap_rounds, bytes);
+  if (round.ins.empty()) runtime_stats().decision(Decision::swap_rounds_out_only, bytes);
+  if (round.outs.empty()) runtime_stats().decision(Decision::swap_rounds_in_only, bytes);
   pick_streams(round, stream, per_thread);
   if (!wait_for_work(round)) return;
   copy_outs(round);

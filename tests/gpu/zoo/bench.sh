@@ -7,7 +7,8 @@
 # set_per_process_memory_fraction; at peak / 1.5 also policy spill (the default before auto) and
 # off (out of memory); with EXPERT=1 also swap in scan order with parking. Rows go to $OUT/zoo.jsonl, the
 # table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. GPU safety: every run under the
-# shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) may be set.
+# shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) and GPUS (lanes,
+# one GPU each) may be set.
 set -u
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-out}
@@ -31,12 +32,13 @@ last_json() { grep '^{' | tail -1; }
 row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "$ROWS"; }
 SHIMENV=(env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G)
 run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
-for m in $MODELS; do
+bench_model() {
+  local m=$1 free peak div mib limit bound
   echo "== $m" | tee -a "$LOG"
   free=$(run python3 $Z "$m" --steps "$STEPS")
   row "$m" 1 "no limit" "$free"
   peak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("peak_gib", ""))' "$free" 2>/dev/null)
-  [ -n "$peak" ] || continue
+  [ -n "$peak" ] || return
   # Policy auto when the step fits the card: what it costs a program it need not help.
   row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS")"
   # The step with no budget to speak of, traced: its kernels, lives and uses.
@@ -61,6 +63,21 @@ for m in $MODELS; do
       row "$m" "$div" "off" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 3)"
     fi
   done
-done
+}
+# GPUS=N: the models split over N lanes, one GPU each (CUDA_VISIBLE_DEVICES), run at once; each
+# model's rows are still measured side by side on its own GPU.
+GPUS=${GPUS:-1}
+if [ "$GPUS" -gt 1 ]; then
+  lanes=()
+  for ((g = 0; g < GPUS; g++)); do lanes+=(""); done
+  k=0
+  for m in $MODELS; do lanes[$((k % GPUS))]+=" $m"; k=$((k + 1)); done
+  for ((g = 0; g < GPUS; g++)); do
+    (export CUDA_VISIBLE_DEVICES=$g; for m in ${lanes[$g]}; do bench_model "$m"; done) &
+  done
+  wait
+else
+  for m in $MODELS; do bench_model "$m"; done
+fi
 rm -rf "$TMP"
 python3 tests/gpu/zoo/table.py "$ROWS" | tee "$OUT/zoo.md"
