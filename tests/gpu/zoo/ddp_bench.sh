@@ -25,4 +25,4 @@ echo "auto, $limit a rank: $auto" | tee -a "$OUT/ddp.txt"
 "$TOOL" report "$OUT"/ddp-trace-*.jsonl >"$OUT/ddp_report.txt" 2>&1
 grep -A6 "^Repeating step" "$OUT/ddp_report.txt" | tee -a "$OUT/ddp.txt"
 head -4 "$OUT/ddp_report.txt" | tee -a "$OUT/ddp.txt"
-gzip -f "$OUT"/ddp-trace-*.jsonl 2>/dev/null
+gzip -f "$OUT"/ddp-trace-*.jsonl 2>/dev/null  # the report above read them; kept for a closer look
