@@ -1,7 +1,8 @@
 #pragma once
 // The move round of movable memory: a list of moves (act/swap.h, Move) carried out together in
-// steps, each a function of its own. move() runs them in order; a schedule that issues copies out
-// ahead and remaps later can run them apart, on the same Round.
+// steps, each a function of its own. move() runs them in order: plan, pick_streams, wait_for_work,
+// copy_outs, then in context order copy_ins and remap_and_finish, in scan order (or with no streams
+// of the shim's) remap_evictions, remap_prefetches and finish.
 #include <cstdint>
 #include <map>
 #include <vector>
