@@ -266,6 +266,21 @@ TEST(StepDetect, FindsTheStepNotAPatternInsideIt) {
   EXPECT_EQ(find_period(ramp, 8).period, 0u);
 }
 
+// What a program does after its loop (an evaluation, a collective, saving its weights) does not hide
+// the loop's step; a tail longer than a quarter of the sequence does.
+TEST(StepDetect, FindsTheStepBeforeWhatFollowsTheLoop) {
+  std::vector<uint32_t> keys = {90, 91};
+  const std::vector<uint32_t> step = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  for (int k = 0; k < 6; ++k) keys.insert(keys.end(), step.begin(), step.end());
+  for (uint32_t k = 0; k < 7; ++k) keys.push_back(200 + k);  // after the loop
+  Period p = find_period(keys, 2);
+  EXPECT_EQ(p.period, step.size());
+  EXPECT_EQ(p.matched, 5 * step.size());
+  EXPECT_EQ(p.tail, 7u);
+  for (uint32_t k = 7; k < 40; ++k) keys.push_back(200 + k);  // 40 of 102: more than a quarter
+  EXPECT_EQ(find_period(keys, 2).period, 0u);
+}
+
 // The recorded steps, repeated: their period comes back.
 TEST(StepDetect, RecordedStepsRepeat) {
   for (const char* name : {"resnet50", "gpt"}) {

@@ -101,14 +101,16 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
   std::vector<uint32_t> tail(keys.end() - std::min(keys.size(), kSearched), keys.end());
   const policy::Period found = policy::find_period(tail);
   const int64_t P = static_cast<int64_t>(found.period);
-  if (P == 0 || n < 3 * P) {
+  // The launches after the last whole step (an evaluation, a collective after the loop) are left out.
+  const int64_t end = n - static_cast<int64_t>(found.tail);
+  if (P == 0 || end < 3 * P) {
     row.missing = P == 0 ? "no repeating sequence of kernels" : "fewer than three whole steps";
     row.period = found.period;
     return row;
   }
   row.period = found.period;
-  row.steps = std::min<uint64_t>(found.matched + found.period, static_cast<uint64_t>(n)) / found.period;
-  const int64_t S = n - 2 * P;
+  row.steps = std::min<uint64_t>(found.matched + found.period, static_cast<uint64_t>(end)) / found.period;
+  const int64_t S = end - 2 * P;
   row.first = static_cast<uint64_t>(S);
 
   // Positions of host events: how many launches were queued before them.
