@@ -148,6 +148,9 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
   policy::StepTimeline t;
   std::map<std::pair<uint64_t, int64_t>, int64_t> made_at;  // (bytes, position in step) -> id
   for (Life& l : lives) {
+    // Made and freed between the same two launches (DistributedDataParallel does): no kernel ran
+    // while it lived, so it takes no room in the step.
+    if (l.died != kForever && l.died <= l.born) continue;
     if (l.born < S || l.born >= S + P) continue;
     const int64_t b = l.born - S, d = l.died == kForever ? kForever : l.died - S;
     l.id = static_cast<int64_t>(t.allocs.size());
