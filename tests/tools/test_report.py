@@ -217,6 +217,9 @@ class ReportStepsTest(unittest.TestCase):
         self.assertEqual(s["kernel_ns"], 10 * 2000000)
         self.assertEqual(s["busy_ns"], s["kernel_ns"])
         self.assertEqual(s["measured_ns"], s["busy_ns"] + s["idle_ns"])
+        # The recorded run's copies overlap no kernel: the idle time while they run is theirs.
+        self.assertGreater(s["idle_copying_ns"], 0)
+        self.assertLessEqual(s["idle_copying_ns"], min(s["idle_ns"], s["copy_in_ns"] + s["copy_out_ns"]))
         self.assertEqual((s["copied_in"], s["copied_out"]), (3 * 256 << 20, 3 * 256 << 20))
         # 768 MiB over the budget at the peak go out during the forward pass and come back during the
         # backward pass, each at 54.6 GB/s: 14.7 ms each way, the first copy out after the first

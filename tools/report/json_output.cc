@@ -309,6 +309,7 @@ void steps(JsonWriter& w, const Report& r) {
     w.key("measured_ns"), w.value(s.measured_ns);
     w.key("busy_ns"), w.value(s.busy_ns);
     w.key("idle_ns"), w.value(s.idle_ns);
+    w.key("idle_copying_ns"), w.value(s.idle_copying_ns);
     w.key("kernel_ns"), w.value(s.kernel_ns);
     w.key("copied_in"), w.value(s.copied_in);
     w.key("copied_out"), w.value(s.copied_out);

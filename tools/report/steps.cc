@@ -228,6 +228,30 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
     row.busy_ns += std::min(ke.end, t1) - std::max(ke.t, t0);
   }
   row.idle_ns = std::max<int64_t>(0, row.measured_ns - row.busy_ns);
+  // Where the idle time went: copies running and no kernel (copies not overlapped), or nothing on
+  // the GPU at all (the host's waits: remaps, synchronisations, launches not yet queued).
+  std::vector<std::pair<int64_t, int>> edges;  // time, +-1 kernels (k) or +-2 copies (c)
+  for (int64_t g = S; g < S + P; ++g) {
+    const KernelEvent& ke = f.kernels[kernel_of[L[g]]];
+    edges.push_back({std::max(ke.t, t0), 1});
+    edges.push_back({std::min(ke.end, t1), -1});
+  }
+  for (const MemcpyEvent& m : f.memcpys) {
+    if (m.end <= t0 || m.t >= t1 || (m.copy_kind != set.ids.htod && m.copy_kind != set.ids.dtoh)) continue;
+    edges.push_back({std::max(m.t, t0), 2});
+    edges.push_back({std::min(m.end, t1), -2});
+  }
+  std::sort(edges.begin(), edges.end());
+  int kernels = 0, copies = 0;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    if (e > 0 && kernels == 0 && copies > 0) row.idle_copying_ns += edges[e].first - edges[e - 1].first;
+    if (edges[e].second == 1 || edges[e].second == -1) {
+      kernels += edges[e].second;
+    } else {
+      copies += edges[e].second / 2;
+    }
+  }
+  row.idle_copying_ns = std::min(row.idle_copying_ns, row.idle_ns);
   for (const MemcpyEvent& m : f.memcpys) {
     if (m.end <= t0 || m.t >= t1) continue;
     const int64_t ns = std::min(m.end, t1) - std::max(m.t, t0);

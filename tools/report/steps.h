@@ -26,6 +26,7 @@ struct StepRow {
   uint64_t plan_in = 0, plan_out = 0;  // bytes the schedule moves per step
   // How the measured step spent its time: kernels running, the GPU idle, the shim's copies each way.
   int64_t busy_ns = 0, idle_ns = 0;
+  int64_t idle_copying_ns = 0;  // of idle_ns, with a copy each way or both running: copies no kernel overlaps
   uint64_t copied_in = 0, copied_out = 0;
   int64_t copy_in_ns = 0, copy_out_ns = 0;
 };

@@ -264,6 +264,12 @@ Table steps_table(const TraceSet& set, const Report& r) {
                         over(s.measured_ns, s.floor_ns), bounded ? human_duration(s.bound_ns) : "-",
                         over(s.measured_ns, s.bound_ns), human_duration(s.busy_ns), human_duration(s.idle_ns),
                         bytes(s.copied_in), bytes(s.copied_out), bytes(s.peak_bytes), s.budget ? bytes(s.budget) : "-"});
+    if (s.idle_ns > 0) {
+      tab.notes.push_back(who + ": idle " + human_duration(s.idle_ns) + ": " + human_duration(s.idle_copying_ns) +
+                          " with copies running and no kernel (copies not overlapped), " +
+                          human_duration(s.idle_ns - s.idle_copying_ns) +
+                          " with nothing on the GPU (the host's waits: remaps, synchronisations, launches)");
+    }
     if (bounded) {
       tab.notes.push_back(who + ": the schedule moves " + bytes(s.plan_in) + " in and " + bytes(s.plan_out) +
                           " out per step at 54.6 GB/s each way beside the kernels, each at its fastest in the trace (" +
