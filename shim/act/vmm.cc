@@ -124,11 +124,4 @@ void vmm_released(CUmemGenericAllocationHandle handle) {
   t.of.erase(it);
 }
 
-bool vmm_on_host(CUmemGenericAllocationHandle handle) {
-  Handles& t = handles();
-  std::lock_guard lock(t.mu);
-  auto it = t.of.find(handle);
-  return it != t.of.end() && it->second.on_host;
-}
-
 }  // namespace gms::act

@@ -15,7 +15,5 @@ CUresult vmm_create(CUmemGenericAllocationHandle* handle, size_t size, const CUm
 void vmm_retained(CUmemGenericAllocationHandle handle);
 // cuMemRelease of `handle` succeeded: its memory leaves the books with its last reference.
 void vmm_released(CUmemGenericAllocationHandle handle);
-// Whether the shim made `handle` in host memory in place of device memory.
-bool vmm_on_host(CUmemGenericAllocationHandle handle);
 
 }  // namespace gms::act
