@@ -76,6 +76,13 @@ void ResidencyPlanner::mark_on_host(RegionId id) {
   it->second.resident_chunks = 0;
 }
 
+void ResidencyPlanner::set_shared(RegionId id, bool shared) {
+  auto it = regions_.find(id);
+  if (it == regions_.end()) return;
+  if (shared) mark_on_host(id);
+  it->second.shared = shared;
+}
+
 uint64_t ResidencyPlanner::resident_bytes(RegionId id) const {
   auto it = regions_.find(id);
   return it == regions_.end() ? 0 : resident_of(it->second);
@@ -83,7 +90,7 @@ uint64_t ResidencyPlanner::resident_bytes(RegionId id) const {
 
 bool ResidencyPlanner::stays_remote(RegionId id) const {
   auto it = regions_.find(id);
-  return it != regions_.end() && (it->second.pingpong_stopped || it->second.too_large_noted);
+  return it != regions_.end() && (it->second.pingpong_stopped || it->second.shared || it->second.too_large_noted);
 }
 
 void ResidencyPlanner::evict_lru(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
@@ -223,7 +230,7 @@ std::vector<Action> ResidencyPlanner::plan_ahead(const std::vector<RegionId>& ah
     auto it = regions_.find(id);
     if (it == regions_.end()) continue;
     Region& r = it->second;
-    if (r.pingpong_stopped || r.resident_chunks >= r.chunks) continue;
+    if (r.pingpong_stopped || r.shared || r.resident_chunks >= r.chunks) continue;
     const uint64_t missing = r.size - resident_of(r);
     if (resident_total_ + missing > budget) break;  // no room: the ones after it would take it
     const uint64_t offset = resident_of(r);
@@ -270,7 +277,7 @@ std::vector<Action> ResidencyPlanner::plan_launch(const std::vector<RegionId>& r
   for (Region* rp : scratch_) {
     Region& r = *rp;
     r.plan = kNone;
-    if (r.pingpong_stopped || r.resident_chunks >= r.chunks) continue;
+    if (r.pingpong_stopped || r.shared || r.resident_chunks >= r.chunks) continue;
     if (r.size > budget) {
       if (!r.too_large_noted) {
         r.too_large_noted = true;

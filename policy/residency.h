@@ -167,10 +167,13 @@ class ResidencyPlanner {
   // The host touched it or copies moved it: none of it is resident any more (not an eviction, so
   // it does not count towards ping-pong).
   void mark_on_host(RegionId id);
+  // Kept on the host while the CPU takes turns on it (policy/turns.h): none of it resident, never
+  // prefetched until cleared (clear_stops leaves it). Unknown ids are ignored.
+  void set_shared(RegionId id, bool shared);
 
   uint64_t resident_bytes() const { return resident_total_; }
   uint64_t resident_bytes(RegionId id) const;  // 0 for unknown ids
-  // True once stopped for ping-pong, or while noted too large and not prefetched since.
+  // True once stopped for ping-pong, while shared, or while noted too large and not prefetched since.
   bool stays_remote(RegionId id) const;
   const PlannerStats& stats() const { return stats_; }
   const ResidencyConfig& config() const { return cfg_; }
@@ -189,6 +192,7 @@ class ResidencyPlanner {
     uint64_t last_evicted = 0;     // launch of the latest eviction since the last prefetch; 0: none
     std::vector<uint64_t> trips;   // launches of recent round trips (at most pingpong_limit)
     bool pingpong_stopped = false;
+    bool shared = false;  // set_shared
     bool too_large_noted = false;
     bool spared = false;
     bool streamed = false;

@@ -23,6 +23,7 @@ using driver::call_real;
 using policy::Where;
 
 CUresult alloc_managed(CUdeviceptr* out, size_t bytes, int dev) {
+  if (trace::enabled()) trace::begin();  // CUPTI sees the migrations only of memory made after it starts
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), out, bytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL));
   if (r != CUDA_SUCCESS) return r;
   // Lives on the host, mapped into the device: kernels read and write it over the link at once,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "act/config.h"
+#include "act/cpu_pages.h"
 #include "act/swap.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -18,6 +19,7 @@
 #include "policy/lifetime.h"
 #include "policy/residency.h"
 #include "policy/step_learner.h"
+#include "policy/turns.h"
 #include "trace/trace.h"
 
 namespace gms::act {
@@ -40,8 +42,15 @@ struct State {
   struct Entry {
     int dev;    // its planner
     bool swap;  // movable memory (act/swap.h), else managed memory
+    // The program's own managed memory (Tracked::own): its size, when its pages were last
+    // sampled, and the planner's launch count when a launch last reported it to `turns`.
+    uint64_t size = 0;
+    uint64_t sampled_ns = 0;
+    uint64_t turn_seen = UINT64_MAX;
   };
   std::unordered_map<uintptr_t, Entry> tracked;
+  // The CPU's turns on the program's own managed memory (policy/turns.h).
+  policy::TurnTracker turns;
   // GPUMEMSHIM_SWAP_FORECAST: how movable allocations end, the live ones, and per chunk how many
   // live allocations it holds and how many of them are expected to be freed unused.
   policy::LifetimeForecast forecast;
@@ -359,6 +368,64 @@ void as_unscanned() {
   t_uses.overflow = t_uses.unscanned = true;
 }
 
+// Pages sampled per look, and how often one region is looked at: a round of the CPU's turns takes
+// at least the time its faults take (about 1 us a page on the H200), so a look a millisecond
+// bounds the cost (some 10 us) for a program that launches thousands of kernels on one region.
+constexpr uint32_t kTurnSamples = 16;
+constexpr uint64_t kTurnLookNs = 1000000;
+
+// Caller holds s.mu, before the planner plans the launch. The program's own managed memory that
+// the launch uses: whether the CPU took it back since the last launch (its page table has the
+// sampled pages the planner had on the device), and what its turns decide (policy/turns.h).
+void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy::RegionId>& referenced, int dev) {
+  uint64_t now = 0;
+  for (policy::RegionId id : referenced) {
+    auto t = s.tracked.find(id);
+    if (t == s.tracked.end() || t->second.size == 0 || t->second.turn_seen == p.launches()) continue;
+    State::Entry& e = t->second;
+    e.turn_seen = p.launches();
+    const uint64_t resident = p.resident_bytes(id);
+    PageSample look;
+    if (resident != 0 && s.turns.wants_sample(id)) {
+      if (now == 0) now = trace::monotonic_ns();
+      if (now - e.sampled_ns >= kTurnLookNs) {
+        look = sample_cpu_pages(id, resident, kTurnSamples);
+        e.sampled_ns = now;
+      }
+    }
+    const policy::TurnAction a = s.turns.launched(id, look.cpu, look.samples, resident != 0);
+    if (a == policy::TurnAction::none) continue;
+    Stats& st = runtime_stats();
+    const CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0}, gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
+    const char* what = "";
+    const char* why = "";
+    switch (a) {
+      case policy::TurnAction::bring_back:
+        p.mark_on_host(id);  // prefetched again below, at the link's rate rather than on faults
+        st.decision(Decision::cpu_turns, resident);
+        what = "cpu_turn", why = "the CPU took it back since the last launch: prefetched again, not faulted in";
+        break;
+      case policy::TurnAction::place_on_host:
+        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
+        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu);
+        p.set_shared(id, true);
+        st.decision(Decision::shared_host, e.size);
+        what = "share_host", why = "the CPU and the GPU take turns on it: kept on the host, kernels reach it over the link";
+        break;
+      case policy::TurnAction::place_back:
+        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
+        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
+        p.set_shared(id, false);
+        st.decision(Decision::shared_probe, e.size);
+        what = "share_probe", why = "whether the CPU's turns go on: on the device again until the CPU takes it";
+        break;
+      case policy::TurnAction::none:
+        break;
+    }
+    if (trace::enabled()) trace::decision(what, id, a == policy::TurnAction::bring_back ? resident : e.size, dev, why);
+  }
+}
+
 // Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
 // `referenced`: the planner's moves for it, and under scan order what it waits for and marks.
 // False when nothing was done (nothing referenced, or the stream is being captured).
@@ -374,6 +441,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // While the program follows a learnt step, room comes from what is used again farthest ahead.
   LearntRoom learnt(s, dev);
   const policy::StepLearner* following = learnt.following();
+  watch_turns(s, p, referenced, dev);
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
   const size_t early = evict_early(s, p, actions);
   ledger().set_resident(dev, p.resident_bytes());
@@ -430,13 +498,18 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   if (!swap && (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off)) return;
   if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
+  // Before the lock: the first time, trying it synchronises the device.
+  if (what == Tracked::own && (size < policy::TurnsConfig{}.min_bytes || !cpu_pages_follow_managed(device))) {
+    what = Tracked::managed;
+  }
   State& s = state();
   std::lock_guard lock(s.mu);
   policy::ResidencyPlanner& p = planner(s, device);
   p.add_region(base, size, resident);
   if (what == Tracked::streamed) p.set_streamed(base, true);
   ledger().set_resident(device, p.resident_bytes());
-  s.tracked[base] = State::Entry{device, swap};
+  s.tracked[base] = State::Entry{device, swap, what == Tracked::own ? size : 0};
+  if (what == Tracked::own) s.turns.add(base, size);
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
@@ -542,6 +615,7 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   policy::ResidencyPlanner& p = planner(s, it->second.dev);
   p.remove_region(base);
   ledger().set_resident(it->second.dev, p.resident_bytes());
+  s.turns.remove(base);
   s.tracked.erase(it);
   if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
     g_lo.store(~uintptr_t{0});

@@ -16,7 +16,9 @@ namespace gms::act {
 // act/swap.h), whose first `resident` bytes are on the device when it is tracked.
 // streamed: managed memory the shim spilled under policy auto for being large (policy/placement.h);
 // it comes to the device only into free room (ResidencyPlanner::set_streamed).
-enum class Tracked : uint8_t { managed, swap, streamed };
+// own: managed memory the program made itself (cuMemAllocManaged), which its CPU may touch between
+// kernels: the CPU's turns on it are watched (policy/turns.h).
+enum class Tracked : uint8_t { managed, swap, streamed, own };
 void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = Tracked::managed, uint64_t resident = 0);
 // With `only_if`, only when it is true for `base` under the residency lock (a movable chunk that
 // holds nothing live: another thread may have placed an allocation there since).

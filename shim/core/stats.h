@@ -59,6 +59,9 @@ namespace gms {
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
   X(evicted_early, "of those, evicted as soon as their uses were over, before room was needed (GPUMEMSHIM_SWAP_EARLY)") \
   X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")       \
+  X(cpu_turns, "launches that found the program's managed memory taken back by the CPU: prefetched again") \
+  X(shared_host, "managed regions the CPU and the GPU take turns on, kept on the host for kernels to reach over the link") \
+  X(shared_probe, "of those, given back to the device to see whether the CPU's turns go on")  \
   X(copy_registered, "pageable copies made at pinned speed from a block the shim registered")  \
   X(copy_staged, "pageable copies through the shim's pinned staging buffers")                  \
   X(tail_staged, "registered async uploads whose last part went through staging, to return sooner") \

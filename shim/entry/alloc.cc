@@ -57,12 +57,13 @@ GMS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
 
 GMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   GMS_NESTED(cuMemAllocManaged, dptr, bytes, flags);
+  if (trace::enabled()) trace::begin();
   CUresult r = call_real(GMS_REAL(cuMemAllocManaged), dptr, bytes, flags);
   int dev = ok(r) ? current_device() : -1;
   observe::region_alloc(Family::mem_alloc_managed, ok(r), ok(r) && dptr ? addr(*dptr) : 0, bytes, MemKind::managed,
                         Origin::cuMemAllocManaged, dev, flags);
   // The program's own managed memory gets the same prefetch before kernels as spilled memory.
-  if (ok(r) && dptr) act::residency_track(addr(*dptr), bytes, dev);
+  if (ok(r) && dptr) act::residency_track(addr(*dptr), bytes, dev, act::Tracked::own);
   return r;
 }
 

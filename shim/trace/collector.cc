@@ -454,20 +454,24 @@ void child_untraced() {
   log(LogLevel::warn, l);
 }
 
+// Starts the trace if it is idle; false where this process is not traced.
+bool start_if_idle() {
+  int st = g_state.load(std::memory_order_acquire);
+  if (__builtin_expect(st == kRunning, 1)) return true;
+  if (st == kIdle) {
+    int expected = kIdle;
+    if (g_state.compare_exchange_strong(expected, kStarting)) start();
+  } else if (st == kUntracedChild) {
+    child_untraced();
+    return false;
+  }
+  st = g_state.load(std::memory_order_acquire);
+  return st == kRunning || st == kStarting;  // records pushed while starting wait in the ring
+}
+
 // A hook's record: starts the trace at the first one. Never blocks otherwise.
 void submit(const Record& r) {
-  int st = g_state.load(std::memory_order_acquire);
-  if (__builtin_expect(st != kRunning, 0)) {
-    if (st == kIdle) {
-      int expected = kIdle;
-      if (g_state.compare_exchange_strong(expected, kStarting)) start();
-    } else if (st == kUntracedChild) {
-      child_untraced();
-      return;
-    }
-    st = g_state.load(std::memory_order_acquire);
-    if (st != kRunning && st != kStarting) return;  // records pushed while starting wait in the ring
-  }
+  if (!start_if_idle()) return;
   if (!try_push(r)) {
     g_dropped[0].fetch_add(1, std::memory_order_relaxed);
     return;
@@ -625,6 +629,10 @@ void push_from_backend(const Record& r) {
     pthread_mutex_unlock(&g_write_mu);
   }
   g_dropped[1].fetch_add(1, std::memory_order_relaxed);
+}
+
+void begin() {
+  if (enabled()) start_if_idle();
 }
 
 void cupti_dropped(uint64_t n) { g_dropped[1].fetch_add(n, std::memory_order_relaxed); }

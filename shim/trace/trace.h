@@ -29,6 +29,12 @@ uint64_t monotonic_ns();
 int64_t now();
 uint64_t t0_ns();
 
+// Starts the trace now if no event has started it yet. Before managed memory is made: CUPTI
+// records unified-memory activity (migrations, faults) only for managed memory made after its
+// counters are on, so a trace started by the allocation's own event saw none of that allocation's
+// migrations (found on the H200, 2026-11-26: a single cudaMallocManaged gave no record at all).
+void begin();
+
 // ---- the shim's own events: call only when enabled() ----
 
 // A region was created (any driver allocation the registry records) or went away.

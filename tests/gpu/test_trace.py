@@ -19,6 +19,14 @@
     cuMemAlloc in gms_site_driver; the trace's `alloc` lines carry one site id per function, its
     `site` line names the function in the program's module, and `gpumemshim report` puts the bytes
     on sites named gms_site_runtime and gms_site_driver (libcudart's frames skipped).
+  - migrations known by construction (placement/pingpong.cu, one 256 MiB managed allocation, the
+    trace's first event): a kernel touching all of it moves 50% to 110% of it host-to-device (CUPTI's count of fault-driven
+    migrations on the H200), with
+    and without GPUMEMSHIM_TRACE_FAULTS; the CPU reading N pages back takes between N/16 and N CPU
+    faults and brings back at least N pages; 20 rounds of a kernel and the CPU's writes (ping-pong)
+    move the region both ways every round, the report names it (offender ping_pong, 20 rounds), and
+    under the default policy the shim keeps it on the host after two rounds (decision share_host)
+    with the same results and a quarter of the migrations or less.
 Every run: a valid header with cupti "ok", an `end` line. GPU safety: every run caps the shim's
 managed memory (GPUMEMSHIM_MANAGED_LIMIT=16G) and sets a device budget (GPUMEMSHIM_DEVICE_LIMIT=8G);
 the programs use at most 4 GiB.
@@ -63,6 +71,7 @@ def built(tmp_path_factory):
         pytest.skip("nvcc not found: cannot build the trace test programs")
     out = tmp_path_factory.mktemp("gms-trace-bin")
     programs = {"s4_managed": os.path.join(HERE, "placement", "s4_managed.cu"),
+                "pingpong": os.path.join(HERE, "placement", "pingpong.cu"),
                 "trace_copies": os.path.join(HERE, "trace_copies.cu")}
     built = {}
     for name, source in programs.items():
@@ -155,6 +164,98 @@ def test_shim_prefetch_is_user_prefetch_and_faults_drop(built, shim, workdir):
     assert faults_spill < faults_observe / 2, (
         f"GPU faults with the shim's prefetch: {faults_spill}, without: {faults_observe}")
     assert run.stats["decisions"]["prefetched"]["bytes"] > 0
+
+
+def report_json(shim, trace_path):
+    tool = require_file(os.path.join(shim_build_dir(shim), "tools", "gpumemshim"), "the gpumemshim command")
+    r = subprocess.run([tool, "report", "--json", trace_path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"gpumemshim report --json exited with {r.returncode}:\n{r.stderr[-3000:]}"
+    return json.loads(r.stdout)
+
+
+def program_json(run):
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+REGION = 256 * MiB
+PAGE = 4096
+
+
+@pytest.mark.parametrize("faults", ["1", "0"])
+def test_one_kernel_moves_what_it_touched(built, shim, workdir, faults):
+    # The trace starts before the allocation (its first event): CUPTI sees all of its migrations.
+    run, lines = traced([built["pingpong"], "touch", "256"], shim, workdir,
+                        {"GPUMEMSHIM_TRACE_FAULTS": faults, "GPUMEMSHIM_POLICY": "off"})
+    assert program_json(run)["bad"] == 0
+    moved = sum(u["bytes"] for u in of(lines, "um", counter="htod"))
+    # Fault-driven migrations: CUPTI's counters gave 153.5 MiB of the 256 MiB on the H200 (CUDA 13.0;
+    # 2.35 of 4 GiB for s4_managed), never more; a prefetched region counts in full
+    # (test_shim_prefetch_is_user_prefetch_and_faults_drop).
+    assert 0.5 * REGION <= moved <= 1.1 * REGION, f"{moved / MiB:.1f} MiB moved host-to-device for 256 MiB touched"
+    gpu_faults = sum(f["value"] for f in of(lines, "um", counter="gpu_fault"))
+    if faults == "1":
+        assert 0 < gpu_faults <= REGION // PAGE, f"{gpu_faults} GPU faults for {REGION // PAGE} pages"
+    else:
+        assert gpu_faults == 0 and not of(lines, "um", counter="cpu_fault")
+    report = report_json(shim, run.trace_path)
+    assert abs(report["totals"]["um"]["htod_bytes"] - moved) <= PAGE, report["totals"]["um"]
+
+
+def test_cpu_reading_pages_back_faults_and_moves_them(built, shim, workdir):
+    pages = 1000
+    run, lines = traced([built["pingpong"], "readback", "256", str(pages)], shim, workdir,
+                        {"GPUMEMSHIM_TRACE_FAULTS": "1", "GPUMEMSHIM_POLICY": "off"})
+    assert program_json(run)["bad"] == 0
+    cpu_faults = len(of(lines, "um", counter="cpu_fault"))
+    assert pages / 16 <= cpu_faults <= pages, f"{cpu_faults} CPU faults for {pages} pages read"
+    back = sum(u["bytes"] for u in of(lines, "um", counter="dtoh"))
+    # The driver may bring back more than the page read (a larger block), never less.
+    assert pages * PAGE <= back <= REGION, f"{back / MiB:.2f} MiB back for {pages} pages read"
+    report = report_json(shim, run.trace_path)
+    assert report["totals"]["um"]["cpu_faults"] == cpu_faults, report["totals"]["um"]
+
+
+_pp = {}
+
+
+def pingpong_run(kind, built, shim, workdir):
+    """20 rounds on 256 MiB, traced with faults: 'observe' (policy off) or 'default'."""
+    if kind not in _pp:
+        env = {"GPUMEMSHIM_TRACE_FAULTS": "1"}
+        if kind == "observe":
+            env["GPUMEMSHIM_POLICY"] = "off"
+        _pp[kind] = traced([built["pingpong"], "ping", "256", "20"], shim, workdir, env)
+    return _pp[kind]
+
+
+def test_ping_pong_moves_both_ways_every_round_and_is_named(built, shim, workdir):
+    run, lines = pingpong_run("observe", built, shim, workdir)
+    assert program_json(run)["bad"] == 0
+    htod = sum(u["bytes"] for u in of(lines, "um", counter="htod"))
+    dtoh = sum(u["bytes"] for u in of(lines, "um", counter="dtoh"))
+    # Every round the kernel pulls the region in and the CPU's writes pull it back (the CPU writes a
+    # float in every page); the first round's region starts on the host.
+    assert 0.9 * 20 * REGION <= htod <= 1.1 * 20 * REGION, f"{htod / MiB:.0f} MiB in over 20 rounds"
+    assert 0.9 * 20 * REGION <= dtoh <= 1.1 * 20 * REGION, f"{dtoh / MiB:.0f} MiB back over 20 rounds"
+    report = report_json(shim, run.trace_path)
+    pp = [o for o in report["offenders"] if o["kind"] == "ping_pong"]
+    assert pp, f"no ping_pong offender: {[o['kind'] for o in report['offenders']]}"
+    assert 19 <= pp[0]["count"] <= 21, pp[0]
+    assert "0x" in pp[0]["subject"] or "cuMemAllocManaged" in pp[0]["subject"], pp[0]
+
+
+def test_default_policy_stops_the_ping_pong(built, shim, workdir):
+    observe, observed = pingpong_run("observe", built, shim, workdir)
+    run, lines = pingpong_run("default", built, shim, workdir)
+    assert run.stdout == observe.stdout, "the default policy changed the results"
+    shares = of(lines, "decision", what="share_host")
+    assert shares, f"no share_host decision: {[d['what'] for d in of(lines, 'decision')]}"
+    assert run.stats["decisions"]["shared_host"]["calls"] >= 1
+    moved = sum(u["bytes"] for u in of(lines, "um") if u["counter"] in ("htod", "dtoh"))
+    moved_before = sum(u["bytes"] for u in of(observed, "um") if u["counter"] in ("htod", "dtoh"))
+    # Two rounds move before the turns are found, and each probe (after 4, then 8 launches on the
+    # host) one more: 4 rounds of 20 at most.
+    assert moved <= moved_before / 4, f"{moved / MiB:.0f} MiB migrated under the default, {moved_before / MiB:.0f} without"
 
 
 def test_pageable_and_pinned_copies(built, shim, workdir):

@@ -164,6 +164,37 @@ TEST_F(ReportReader, ReadsEventsAndCountsWhatItDoesNotKnow) {
   EXPECT_TRUE(set.warnings.empty());
 }
 
+// Values no driver can make (a GPU fault record counting 10^18 faults, a migration of 2^50 bytes)
+// are left out of every count and said once per file, with the first one's line.
+TEST_F(ReportReader, ImpossibleUnifiedMemoryRecordsAreLeftOutAndSaid) {
+  std::string path = write("um.jsonl", std::string(kHeader) + "\n" +
+                                           R"({"type": "um", "t": 1, "end": 2, "counter": "gpu_fault", "address": "0x1000", "bytes": 0, "value": 907452736313848329})"
+                                           "\n"
+                                           R"({"type": "um", "t": 3, "end": 4, "counter": "htod", "address": "0x1000", "bytes": 1125899906842624, "value": 0})"
+                                           "\n"
+                                           R"({"type": "um", "t": 5, "end": 6, "counter": "htod", "address": "0x1000", "bytes": 2097152, "value": 2097152})"
+                                           "\n"
+                                           R"({"type": "um", "t": 7, "end": 8, "counter": "gpu_fault", "address": "0x1000", "bytes": 0, "value": 3})"
+                                           "\n"
+                                           R"({"type": "end", "events": 4, "dropped": 0})"
+                                           "\n");
+  TraceSet set;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, set, &error)) << error;
+  const TraceFile& f = set.files[0];
+  ASSERT_EQ(f.um.size(), 2u);
+  EXPECT_EQ(f.um[0].bytes, 2097152u);
+  EXPECT_EQ(f.um[1].value, 3);
+  EXPECT_EQ(f.um_impossible, 2);
+  ASSERT_EQ(set.warnings.size(), 1u);
+  EXPECT_NE(set.warnings[0].find("2 unified-memory records with impossible values"), std::string::npos) << set.warnings[0];
+  EXPECT_NE(set.warnings[0].find("line 2: a gpu_fault record with value 907452736313848329"), std::string::npos)
+      << set.warnings[0];
+  Report r = analyze(set, {});
+  EXPECT_EQ(r.totals.um.gpu_faults, 3);
+  EXPECT_EQ(r.totals.um.htod, 2097152u);
+}
+
 TEST_F(ReportReader, NamesTheFileAndLineOfBadJson) {
   std::string path = write("bad.jsonl", std::string(kHeader) + "\n{\"type\": \"um\", \"t\": 1,}\n{\"type\": \"end\"}\n");
   TraceSet set;

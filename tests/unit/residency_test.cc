@@ -505,6 +505,25 @@ TEST(Residency, HostTouchesAreNotPingPong) {
   EXPECT_EQ(p.stats().pingpong_stops, 0u);
 }
 
+// Shared (the CPU's turns, policy/turns.h): on the host, never prefetched, untouched by clear_stops;
+// cleared, prefetched again.
+TEST(Residency, SharedRegionIsNeverPrefetchedUntilCleared) {
+  ResidencyPlanner p(small_chunks());
+  p.add_region(1, 6 * MiB);
+  p.add_region(2, 2 * MiB);
+  p.plan_launch({1}, 8 * MiB);
+  p.set_shared(1, true);
+  p.set_shared(99, true);
+  EXPECT_EQ(p.resident_bytes(), 0u);
+  EXPECT_TRUE(p.stays_remote(1));
+  p.clear_stops();
+  EXPECT_EQ(p.plan_launch({1, 2}, 8 * MiB), (Actions{pf(2, 0, 2 * MiB)}));
+  EXPECT_EQ(p.plan_ahead({1}, 8 * MiB), Actions{});
+  p.set_shared(1, false);
+  EXPECT_FALSE(p.stays_remote(1));
+  EXPECT_EQ(p.plan_launch({1}, 8 * MiB), (Actions{pf(1, 0, 6 * MiB)}));
+}
+
 // ---- ping-pong -------------------------------------------------------------------------------
 
 // Two 8 MiB regions alternating on an 8 MiB budget: every launch evicts one and brings the other

@@ -116,7 +116,7 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
       o.hint = o.subject + " thrashed " + human_count(g.um.thrashing) + " times (" + human_bytes(on_faults) +
                " moved on faults in " + human_duration(fault_ns) +
                "): CPU and GPU take turns on its pages; keep it in one place (cudaMemAdviseSetPreferredLocation), "
-               "or GPUMEMSHIM_POLICY=spill leaves ping-ponging regions on the host, mapped";
+               "as the default policy does for the program's managed memory after two rounds (decision share_host)";
       out.push_back(std::move(o));
     }
     // Two round trips or more (to the device, back, to the device, back): the CPU and the GPU take
@@ -134,8 +134,8 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
       o.hint = o.subject + " went to the GPU and back " + human_count(rounds) + " times (" +
                human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(g.um.migration_ns) +
                " moving): the CPU and the GPU take turns on it; keep it on the host and let kernels read it over the "
-               "link (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU), or move only the pages "
-               "the CPU touches";
+               "link (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU: what the default policy "
+               "does after two rounds, decision share_host), or move only the pages the CPU touches";
       out.push_back(std::move(o));
     }
     if (g.um.fault_dtoh > 0) {

@@ -120,6 +120,9 @@ struct SiteFrame {
 // One trace file: its header and its events.
 struct TraceFile {
   std::string path;
+  // Unified-memory records left out for values no driver can make (trace_reader.cc), and the first.
+  int64_t um_impossible = 0;
+  std::string um_impossible_example;
   // Header.
   int64_t version = 0;
   std::string host;

@@ -27,6 +27,12 @@ struct FileCloser {
 // add keys, and the reader must keep working).
 using KeyList = std::initializer_list<std::string_view>;
 
+// Past these a unified-memory record is a data error: one migration record moves at most a few
+// MiB in practice (a 2 MiB block, a prefetch's range), and a GPU fault record counts the faults of
+// one group on one page.
+constexpr uint64_t kMaxMigrationBytes = 1ull << 40;
+constexpr int64_t kMaxFaultGroups = 1 << 20;
+
 class LineReader {
  public:
   LineReader(TraceSet& set, TraceFile& file) : set_(set), file_(file) {}
@@ -36,6 +42,8 @@ class LineReader {
     type_ = type;
     line_ = line;
   }
+
+  int64_t line() const { return line_; }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw LineError{file_.path + ":" + std::to_string(line_) + ": " + what};
@@ -249,7 +257,22 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
     e.cause = r.str("cause");
     e.access = r.str("access");
     e.device = r.device();
-    f.um.push_back(e);
+    // CUPTI once gave CPU fault records whose value (the faulting instruction's address) summed to
+    // counts like 907,452,736,313,848,329: a record no driver can make is left out and said, never
+    // counted.
+    const KnownIds& k = set.ids;
+    const bool migration = e.counter == k.htod || e.counter == k.dtoh || e.counter == k.dtod;
+    const char* why = migration && e.bytes > kMaxMigrationBytes                               ? "bytes"
+                      : e.counter == k.gpu_fault && (e.value < 0 || e.value > kMaxFaultGroups) ? "value"
+                                                                                               : nullptr;
+    if (why) {
+      if (f.um_impossible++ == 0) {
+        f.um_impossible_example = "line " + std::to_string(r.line()) + ": a " + set.strings.str(e.counter) + " record with " +
+                                  why + " " + std::to_string(why[0] == 'b' ? static_cast<int64_t>(e.bytes) : e.value);
+      }
+    } else {
+      f.um.push_back(e);
+    }
   } else if (type == "kernel") {
     r.count_unknown_keys({"type", "t", "end", "name", "device", "stream", "correlation", "grid", "block"});
     KernelEvent e{};
@@ -498,6 +521,11 @@ bool read_trace_stream(std::FILE* in, const std::string& path, TraceSet& set, st
   if (!have_header) {
     *error = path + ": empty file, not a gpumemshim trace";
     return false;
+  }
+  if (f.um_impossible > 0) {
+    set.warnings.push_back(path + ": " + std::to_string(f.um_impossible) +
+                           " unified-memory records with impossible values left out of every count (" +
+                           f.um_impossible_example + "): a data error of the driver or the profiler");
   }
   if (!f.ended)
     set.warnings.push_back(path + ": trace ends early (the program was killed?): no \"end\" line after line " +

@@ -2,7 +2,7 @@
 # The placement benchmarks of issue 3 (S4, S3, S1, PyTorch), each side by side with its baseline in
 # one run on the GPU machine. Every run under the shim caps managed memory and emulates a small GPU
 # with a device limit (GPU safety rules). Logs go to $OUT (default ./out); a table is printed last.
-# ONLY=s4|s3|s1|torch runs one section.
+# ONLY=s4|pp|s3|s1|torch runs one section.
 set -u
 ONLY=${ONLY:-all}
 want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
@@ -34,8 +34,37 @@ echo "== S4: 4 GiB managed, CPU-initialised, one kernel" | tee -a "$OUT/placemen
 for i in 1 2; do
   row "S4 no hint (fault-driven)" "$(run "$B/s4_managed" none 4)"
   row "S4 shim hints (spill, limit 8G)" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G "$B/s4_managed" none 4)"
+  row "S4 shim hints (default policy, limit 8G)" "$(run shim GPUMEMSHIM_DEVICE_LIMIT=8G "$B/s4_managed" none 4)"
   row "S4 hand cudaMemPrefetchAsync" "$(run "$B/s4_managed" hand 4)"
 done
+
+fi
+
+if want pp; then
+nvcc -O2 -arch=sm_90 $P/pingpong.cu -o "$B/pingpong" >>"$LOG" 2>&1 || { echo "nvcc failed"; exit 1; }
+echo "== S4 ping-pong: 256 MiB managed, 20 rounds of a kernel over all of it, then the CPU writing every page" |
+  tee -a "$OUT/placement_table.txt"
+for i in 1 2; do
+  row "ping-pong no shim" "$(run "$B/pingpong" ping 256 20)"
+  row "ping-pong shim default (limit 8G)" "$(run shim GPUMEMSHIM_DEVICE_LIMIT=8G "$B/pingpong" ping 256 20)"
+  row "ping-pong by hand: prefetches both ways (no shim)" "$(run "$B/pingpong" ping 256 20 hand)"
+  row "ping-pong by hand: on the host, GPU access (no shim)" "$(run "$B/pingpong" ping 256 20 remote)"
+done
+# The ratio of the medians, no shim against the default: the target is 3x or more.
+python3 - "$OUT/placement_table.txt" <<'PY' | tee -a "$OUT/placement_table.txt"
+import json, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    if line.startswith("ping-pong") and "{" in line:
+        name, js = line.split("{", 1)
+        d = json.loads("{" + js)
+        runs.setdefault(name.strip(), []).append(d)
+base = statistics.median(d["seconds"] for d in runs["ping-pong no shim"])
+for name, ds in runs.items():
+    same = all(d["bad"] == 0 and d["checksum"] == runs["ping-pong no shim"][0]["checksum"] for d in ds)
+    print(f"{name:58s} {statistics.median(d['seconds'] for d in ds):.3f} s, {base / statistics.median(d['seconds'] for d in ds):.1f}x "
+          f"the program with no shim, results {'identical' if same else 'DIFFERENT'}")
+PY
 
 fi
 
