@@ -278,6 +278,26 @@ TEST_F(ReportAnalyze, ACpuFaultRecordIsOneFaultWhateverItsValue) {
   EXPECT_EQ(r.totals.um.cpu_faults, 2);
 }
 
+// The CPU's turns seen from its fault records alone (no migration record to the host, as CUPTI gave
+// on the H200): CPU writes, a kernel pulls it in, three times over.
+TEST_F(ReportAnalyze, CpuFaultsBetweenMigrationsToTheGpuAreTurnsToo) {
+  f().allocs.push_back({0, 0x10000, 0x10000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});
+  int64_t t = 100;
+  for (int round = 0; round < 3; ++round) {
+    um(t, t, "cpu_fault", 0x10000, 0, "", 0x401000);
+    um(t + 10, t + 10, "cpu_fault", 0x18000, 0, "", 0x401000);
+    um(t + 100, t + 1000, "htod", 0x10000, 1 << 16, "coherence");
+    t += 2000;
+  }
+  Report r = analyze(set, {});
+  ASSERT_EQ(r.regions.size(), 1u);
+  EXPECT_EQ(r.regions[0].um.turns, 5);
+  EXPECT_EQ(r.regions[0].um.cpu_faults, 6);
+  auto pp = std::find_if(r.offenders.begin(), r.offenders.end(), [](const Offender& o) { return o.kind == "ping_pong"; });
+  ASSERT_NE(pp, r.offenders.end());
+  EXPECT_EQ(pp->count, 3);
+}
+
 TEST_F(ReportAnalyze, ARegionThatGoesToTheGpuAndBackIsNamedPingPong) {
   f().allocs.push_back({0, 0x10000, 0x10000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});
   f().allocs.push_back({0, 0x40000, 0x10000, s("cuMemAllocManaged"), s("managed"), 0, 0, 0});

@@ -293,6 +293,7 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
   } else if (e.counter == k.gpu_fault) {
     add_to(gpu_faults, fault_count(e));
   } else if (e.counter == k.cpu_fault) {
+    way(2);
     add_to(cpu_faults, 1);
   } else if (e.counter == k.thrashing) {
     ++thrashing;

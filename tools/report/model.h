@@ -25,7 +25,8 @@ struct UmTally {
   // Migrations whose direction differs from the one before (to the host on CPU faults after to the
   // device, or back), records taken in time order: a region that ping-pongs between the CPU and the
   // GPU turns twice a round, however many records each burst takes. Moves to the host that no CPU
-  // fault caused (evictions, prefetches) do not count.
+  // fault caused (evictions, prefetches) do not count; a CPU fault record is the CPU's turn too
+  // (on the H200, CUDA 13.0, CPU faults came with no migration record to the host).
   int64_t turns = 0;
   uint8_t last_way = 0;  // of the latest migration added: 1 to the device, 2 to the host
 
