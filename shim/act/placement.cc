@@ -251,7 +251,10 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
               CUresult (*real_free)(void*), void* ctx) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
-  if (region && region->kind == MemKind::managed) residency_forget(region->base);
+  if (region && region->kind == MemKind::managed) {
+    residency_forget(region->base);
+    if (trace::enabled()) trace::flush_device_records();
+  }
   CUresult r = CUDA_SUCCESS;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
                  region->placement == Placement::swap)) {

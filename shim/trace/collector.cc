@@ -635,6 +635,12 @@ void begin() {
   if (enabled()) start_if_idle();
 }
 
+void flush_device_records() {
+  if (g_state.load(std::memory_order_acquire) != kRunning || !g_backend || !g_backend->flush_cupti) return;
+  ShimScope scope;
+  g_backend->flush_cupti(true);
+}
+
 void cupti_dropped(uint64_t n) { g_dropped[1].fetch_add(n, std::memory_order_relaxed); }
 
 // ---- the shim's events ----

@@ -34,6 +34,10 @@ uint64_t t0_ns();
 // counters are on, so a trace started by the allocation's own event saw none of that allocation's
 // migrations (found on the H200, 2026-11-26: a single cudaMallocManaged gave no record at all).
 void begin();
+// Hands CUPTI's records so far to the trace. Before managed memory is freed: CUPTI with no shim
+// reported the migrations of the CPU's faults on memory never freed, and the shim's trace of the
+// same program, which frees it, had none of them (H200, 2026-11-26).
+void flush_device_records();
 
 // ---- the shim's own events: call only when enabled() ----
 

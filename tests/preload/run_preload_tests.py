@@ -1367,6 +1367,48 @@ class PreloadTrace(PreloadCase):
         self.assertEqual(len(lines), 1, run.stderr)
         self.assertTrue(lines[0].startswith("gpumemshim: ") and reason in lines[0], lines[0])
 
+    def test_cupti_unified_memory_records_of_every_kind(self):
+        # The stand-in CUPTI (fake/fake_cupti.cc) records nothing about managed memory made before
+        # its unified-memory counters were on, as the real one does: the trace must start before
+        # the program's first cuMemAllocManaged, and CUPTI is flushed before the memory is freed.
+        cupti_dir = os.path.realpath(os.path.join(Config.fake_dir, "..", "fakecupti"))
+        pc = 0x55D4C0004000
+        script = ";".join([
+            "htod:2097152:0x7f0000000000:3",      # cause coherence (CUPTI's flags)
+            "dtoh:65536:0x7f0000200000:1",        # cause user
+            "dtod:4096:0x7f0000000000",
+            "gpu_fault:5:0x7f0000001000:2",       # access write
+            f"cpu_fault:{pc}:0x7f0000002000",     # value: the faulting instruction
+            "thrashing:2097152:0x7f0000000000",
+            "throttling:0:0x7f0000000000",
+            "remote_map:2097152:0x7f0000000000",
+            "gpu_fault:907452736313848329:0x7f0000003000",  # no driver makes this: the report leaves it out
+        ])
+        env = {"LD_LIBRARY_PATH": cupti_dir + ":" + Config.fake_dir, "FAKE_CUPTI_UM": script,
+               "GPUMEMSHIM_TRACE_FAULTS": "1"}
+        run, d = self.traced("trace", "--managed", env=env)
+        lines = self.only_trace(d)
+        self.assertEqual(lines[0]["cupti"], "ok", lines[0])
+        um = {l["counter"]: l for l in lines if l["type"] == "um" and l.get("value") != 907452736313848329}
+        self.assertEqual(sorted(um), sorted(["htod", "dtoh", "dtod", "gpu_fault", "cpu_fault", "thrashing",
+                                             "throttling", "remote_map"]), f"unified-memory lines: {um}")
+        self.assertEqual((um["htod"]["bytes"], um["htod"]["address"]), (2097152, "0x7f0000000000"))
+        self.assertEqual(um["dtoh"]["bytes"], 65536)
+        self.assertEqual(um["dtod"]["bytes"], 4096)
+        # Faults move nothing: their value is a count (GPU) or an instruction's address (CPU).
+        self.assertEqual((um["gpu_fault"]["bytes"], um["gpu_fault"]["value"]), (0, 5))
+        self.assertEqual((um["cpu_fault"]["bytes"], um["cpu_fault"]["value"]), (0, pc))
+        for l in um.values():
+            self.assertGreaterEqual(l.get("end", l["t"]), l["t"], l)
+        # The report counts the CPU fault once, leaves the impossible GPU fault record out and says so.
+        tool = os.path.join(os.path.dirname(Config.shim), "..", "tools", "gpumemshim")
+        path = next(os.path.join(d, f) for f in os.listdir(d))
+        rep = subprocess.run([tool, "report", "--json", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        totals = json.loads(rep.stdout)["totals"]["um"]
+        self.assertEqual((totals["gpu_faults"], totals["cpu_faults"]), (5, 1), totals)
+        self.assertIn("1 unified-memory records with impossible values", rep.stderr)
+
     def test_no_cuda_no_trace(self):
         d = self.trace_dir()
         env = self.base_env()

@@ -8,8 +8,11 @@
 //                         once) and one of 4 KiB, each freed at once.
 //   trace --spill         cuMemAlloc of 512 KiB, then of 1 MiB (spilled under POLICY=spill and a
 //                         1 MiB DEVICE_LIMIT), both freed.
+//   trace --managed       cuMemAllocManaged of 8 MiB, the first traced call, written by the CPU and
+//                         freed (the stand-in CUPTI, fake_cupti.cc, hands over its records).
 // The program is linked with -rdynamic so that dladdr can name site_a and site_b.
 #include <sys/wait.h>
+#include <cstring>
 #include <unistd.h>
 
 #include "common.h"
@@ -73,6 +76,15 @@ int main(int argc, char** argv) {
     for (int i = 0; i < times; ++i) site_a(2 << 20);
     site_b(2 << 20);
     alloc_free(4096);
+    std::printf("trace: ok\n");
+    return 0;
+  }
+  if (preload::has_arg(argc, argv, "--managed")) {
+    preload::use_device0();
+    CUdeviceptr m = 0;
+    CK(cuMemAllocManaged(&m, 8 << 20, CU_MEM_ATTACH_GLOBAL));
+    std::memset(reinterpret_cast<void*>(m), 7, 8 << 20);
+    CK(cuMemFree(m));
     std::printf("trace: ok\n");
     return 0;
   }
