@@ -19,6 +19,8 @@ void um_object(JsonWriter& w, const UmTally& u) {
   w.key("fault_dtoh_ns"), w.value(u.fault_dtoh_ns);
   w.key("migration_ns"), w.value(u.migration_ns);
   w.key("gpu_faults"), w.value(u.gpu_faults);
+  // False where migrations came on GPU faults none of which were recorded: the count is unknown.
+  w.key("gpu_faults_known"), w.value(u.gpu_faults > 0 || u.fault_htod == 0);
   w.key("cpu_faults"), w.value(u.cpu_faults);
   w.key("thrashing"), w.value(u.thrashing);
   w.key("throttling"), w.value(u.throttling);

@@ -3,7 +3,9 @@
 //                                          1 to one float in every 4 KiB page. hint: none (as a
 //                                          newcomer writes it), hand (an expert's prefetches both
 //                                          ways), remote (preferred location host, accessed by the GPU)
-//   pingpong touch [MiB]                   CPU-initialised, one kernel reads and writes every float
+//   pingpong touch [MiB] [blocks]          CPU-initialised, one kernel reads and writes every float
+//                                          (264 blocks of 512 threads unless given: few blocks fault
+//                                          slowly enough for CUPTI to record every migration)
 //   pingpong readback [MiB] [pages]        as touch, then the CPU reads one float in each of the first
 //                                          `pages` 4 KiB pages
 // Prints one JSON line: what was asked, the seconds (the ping-pong rounds only, or the kernel), the
@@ -37,8 +39,8 @@ __global__ void add_one(float* a, size_t n) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-void launch(float* a, size_t n, cudaStream_t s) {
-  add_one<<<264, 512, 0, s>>>(a, n);
+void launch(float* a, size_t n, cudaStream_t s, unsigned blocks = 264) {
+  add_one<<<blocks, 512, 0, s>>>(a, n);
   CHECK(cudaGetLastError());
 }
 
@@ -87,8 +89,9 @@ int main(int argc, char** argv) {
       sum += a[i];
     }
   } else if (std::strcmp(mode, "touch") == 0 || std::strcmp(mode, "readback") == 0) {
+    const unsigned blocks = std::strcmp(mode, "touch") == 0 && argc > 3 ? std::atoi(argv[3]) : 264;
     const double t0 = now();
-    launch(a, n, s);
+    launch(a, n, s, blocks > 0 ? blocks : 264);
     CHECK(cudaStreamSynchronize(s));
     secs = now() - t0;
     gpu_bytes = n * sizeof(float);
