@@ -34,15 +34,20 @@ const char* where_name(Where w) {
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req) {
   bool in_budget = fits(budget, req.bytes) && !req.device_refused;
-  // A graph being captured must get memory it can replay: never managed, pinned or movable, never a
-  // prefetch. Inside the budget it is an ordinary allocation; beyond it, the driver's own answer
-  // (under auto, ordinary memory past the budget).
+  // A graph being captured must get memory it can replay: never movable, never a prefetch. Inside
+  // the budget it is an ordinary allocation (a memory node of the graph).
   if (req.capturing) {
     if (in_budget) return {Where::device, "stream capture"};
     // Under auto nothing can move during a capture to make room (the copies would be captured),
     // and most of the budget is memory that moves: the graph's memory goes past the budget, as
     // far as the card allows, rather than fail a capture that fits the card (fw_mix.py's graph).
     if (cfg.policy == PolicyKind::auto_ && !req.device_refused) return {Where::device, "stream capture past the budget"};
+    // spill's promise (and auto's, once the card refuses): host memory made now, outside the
+    // graph, which every replay of the graph then uses; the graph's free of it keeps it to exit.
+    if (cfg.policy == PolicyKind::spill || cfg.policy == PolicyKind::auto_) {
+      const Where target = cfg.policy == PolicyKind::spill && cfg.spill == SpillTarget::pinned ? Where::pinned : Where::managed;
+      return converted(cfg, target, managed_in_use, req.bytes, "stream capture over budget: made outside the graph");
+    }
     return {Where::out_of_memory, "stream capture over budget"};
   }
   switch (cfg.policy) {

@@ -48,8 +48,9 @@ struct Placement {
 
 // managed_in_use: the managed, pinned and movable bytes the shim has created so far.
 //
-// During a stream capture: ordinary device memory within the budget, else out of memory; under
-// auto, past the budget too, unless the driver refused.
+// During a stream capture: ordinary device memory within the budget; under auto, past the budget
+// too, unless the driver refused; beyond that, under spill and auto, host memory made outside the
+// graph (spill's target, managed under auto) within the managed limit; else out of memory.
 // auto: movable memory (Where::swap), which the planner moves between the device and the host, for
 // everything but an allocation of more than a quarter of the budget, which is placed as spill
 // places it: ordinary device memory where it fits beside what is there, else managed memory read

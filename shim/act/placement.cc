@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "core/guard.h"
 #include "core/log.h"
@@ -142,6 +143,10 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   std::vector<swap::Woken> woken;
   MemKind kind = MemKind::device;
   Placement placement = Placement::device;
+  // Host memory for a graph being captured is made outside it: allowed to this thread even while a
+  // capture in global mode forbids such calls (which would also invalidate the capture).
+  std::optional<driver::RelaxedCapture> relaxed;
+  if (pr.capturing && (p.where == Where::managed || p.where == Where::pinned)) relaxed.emplace();
   switch (p.where) {
     case Where::device:
       break;

@@ -4,6 +4,8 @@
 //   IPC handle on it fails with the driver's own error for managed memory;
 // - a stream capture that uses spilled memory, allocates on the stream and frees spilled memory on
 //   the stream ends cleanly, and its graph computes the right thing;
+// - a graph memory node past the budget (96 MiB) gets host memory made outside the graph, and three
+//   replays of the graph compute the right thing;
 // - spilled memory freed on a stream right after a kernel that writes it: no error, right data.
 // Prints "ok", or what went wrong and exits 1.
 #include <cuda_runtime.h>
@@ -57,6 +59,30 @@ int main() {
     float expect = i < 4 * MiB / sizeof(float) ? 5.0f : 4.0f;
     if (back[i] != expect) {
       std::printf("graph result at %zu: %g, expected %g\n", i, back[i], expect);
+      return 1;
+    }
+  }
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+
+  // A graph memory node past the budget: host memory made outside the graph (spill's promise of no
+  // out-of-memory), which every replay uses; the graph's own free leaves it to the replays.
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  const size_t m = 96 * MiB / sizeof(float);
+  float* past = nullptr;
+  CHECK(cudaMallocAsync(&past, m * sizeof(float), s));
+  fill<<<1024, 256, 0, s>>>(past, m, 1.0f);
+  add<<<1024, 256, 0, s>>>(big, big, past, m);
+  CHECK(cudaFreeAsync(past, s));
+  CHECK(cudaStreamEndCapture(s, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int r = 0; r < 3; ++r) CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(back.data(), big, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; i += 4099) {
+    float expect = (i < 4 * MiB / sizeof(float) ? 5.0f : 4.0f) + (i < m ? 3.0f : 0.0f);
+    if (back[i] != expect) {
+      std::printf("replayed graph result at %zu: %g, expected %g\n", i, back[i], expect);
       return 1;
     }
   }

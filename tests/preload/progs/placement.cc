@@ -4,7 +4,8 @@
 // - an allocation past the budget becomes managed memory advised to live on the host;
 // - a launch that references it prefetches it once it fits the budget;
 // - during a stream capture nothing of the shim's goes into the graph: cuMemAllocAsync gets device
-//   memory within the budget and out-of-memory beyond it, a launch issues no prefetch;
+//   memory within the budget and managed memory made outside the graph beyond it, a launch issues
+//   no prefetch;
 // - cuMemFreeAsync of spilled memory waits for the stream and frees with cuMemFree; inside a capture
 //   it neither synchronises the capturing stream nor frees the memory the graph may still use;
 // - a stream-ordered allocation on a thread with no current context is the program's own.
@@ -56,11 +57,17 @@ int main() {
   fake_cuda_set_capturing(st, 1);
   {
     Count managed("cuMemAllocManaged"), prefetch("cuMemPrefetchAsync_v2"), async("cuMemAllocAsync");
-    // Past the budget: out of memory, as a card of that size would say, never managed memory.
+    // Past the budget: managed memory made outside the graph (no memory node), as spill promises;
+    // the graph's free of it leaves it to the replays.
     CUdeviceptr c = 0;
-    CHECK_RESULT(cuMemAllocAsync(&c, 16 * MiB, st), CUDA_ERROR_OUT_OF_MEMORY);
-    CHECK(managed.added() == 0);
+    CK(cuMemAllocAsync(&c, 16 * MiB, st));
+    CHECK(managed.added() == 1);
     CHECK(async.added() == 0);
+    {
+      Count free("cuMemFree_v2"), free_async("cuMemFreeAsync"), sync("cuStreamSynchronize");
+      CK(cuMemFreeAsync(c, st));
+      CHECK(free.added() == 0 && free_async.added() == 0 && sync.added() == 0);
+    }
     // Within it: the graph gets the device memory it asked for.
     CK(cuMemAllocAsync(&c, 2 * MiB, st));
     CHECK(async.added() == 1);
