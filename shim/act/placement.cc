@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "core/guard.h"
 #include "core/log.h"
@@ -15,6 +16,7 @@
 #include "act/swap.h"
 #include "driver/budget.h"
 #include "driver/calls.h"
+#include "policy/frameworks.h"
 #include "trace/trace.h"
 
 namespace gms::act {
@@ -93,12 +95,22 @@ void placement_init() {
     setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", 0);
   }
   if (!movable_policy()) return;
-  // PyTorch's own caching allocator keeps freed blocks, so the shim would keep moving dead data in
-  // and out of the budget; the async backend's frees reach the shim, which hands their ranges out
-  // again (docs/analysis/swap-notes.md, "PyTorch's allocator").
-  if (env_value(Env::pytorch_cuda_alloc_conf) || env_value(Env::pytorch_alloc_conf)) return;
-  setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
-  log(LogLevel::info, Line().str("policy swap: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, so that PyTorch frees what it frees"));
+  // PyTorch's allocator: what to ask and why in policy/frameworks.h (and
+  // docs/analysis/swap-notes.md, "PyTorch's allocator").
+  auto choose = [](const char* name, const char* user) {
+    const std::string value = policy::torch_alloc_conf(user);
+    if (value.empty()) return;
+    setenv(name, value.c_str(), 1);
+    Line l;
+    l.str(name).chr('=').str(value.c_str());
+    l.str(user ? " (expandable segments replaced: past the budget they are read over the link, never moved)"
+               : ", so that PyTorch frees what it frees");
+    log(LogLevel::info, l);
+  };
+  const char* cuda_conf = env_value(Env::pytorch_cuda_alloc_conf);
+  const char* conf = env_value(Env::pytorch_alloc_conf);
+  if (cuda_conf || !conf) choose("PYTORCH_CUDA_ALLOC_CONF", cuda_conf);
+  if (conf) choose("PYTORCH_ALLOC_CONF", conf);
 }
 
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {

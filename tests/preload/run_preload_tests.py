@@ -794,8 +794,15 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill"}), "cuda_async|")
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "off"}), "|")
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}), "|backend:cudaMallocAsync")
+        # Expandable segments (what PyTorch's out-of-memory message recommends) never move past the
+        # budget: under the movable policies they give way to the async backend, other options kept.
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
-                         "|expandable_segments:True")
+                         "|backend:cudaMallocAsync")
+        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}),
+                         "cuda_async|max_split_size_mb:64,backend:cudaMallocAsync")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+                         "cuda_async|expandable_segments:True")
+        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"}), "cuda_async|max_split_size_mb:64")
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}), "platform|backend:cudaMallocAsync")
 
     def test_vmm_under_the_budget(self):

@@ -1,0 +1,57 @@
+#include "policy/frameworks.h"
+
+#include <cctype>
+#include <vector>
+
+namespace gms::policy {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool equals_ci(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string torch_alloc_conf(const char* user) {
+  constexpr std::string_view kAsync = "backend:cudaMallocAsync";
+  if (!user) return std::string(kAsync);
+  std::vector<std::string_view> items;
+  std::string_view rest(user);
+  while (true) {
+    const size_t comma = rest.find(',');
+    items.push_back(trim(rest.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  size_t expandable = items.size();
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t colon = items[i].find(':');
+    const std::string_view key = trim(items[i].substr(0, colon));
+    const std::string_view value = colon == std::string_view::npos ? std::string_view() : trim(items[i].substr(colon + 1));
+    if (key == "backend") return {};  // the program chose its backend
+    if (key == "expandable_segments") {
+      if (!equals_ci(value, "true") && value != "1") return {};
+      expandable = i;
+    }
+  }
+  if (expandable == items.size()) return {};
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) continue;
+    if (!out.empty()) out += ',';
+    out += i == expandable ? kAsync : items[i];
+  }
+  return out;
+}
+
+}  // namespace gms::policy
