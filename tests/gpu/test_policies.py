@@ -146,22 +146,39 @@ def test_jax_past_its_pool(policy, shim, workdir):
     check("jax_big", [sys.executable, os.path.join(HERE, "jax_big.py")], policy, shim, workdir, budget="1G")
 
 
+def _jax_same_as_plain(script, policy, budget, shim, workdir):
+    """Runs tests/gpu/SCRIPT.py (it prints "step 0 ..." first) without the shim and under `policy`
+    and `budget`: the same output, or skipped where JAX has no GPU."""
+    pytest.importorskip("jax")
+    argv = [sys.executable, os.path.join(HERE, script + ".py")]
+    plain = plain_run(script, argv, workdir)
+    if not plain.stdout.startswith(b"step 0"):
+        pytest.skip(f"JAX has no GPU here: {plain.stdout.decode(errors='replace')[:200]}")
+    env = {**SAFE, "GPUMEMSHIM_DEVICE_LIMIT": budget, "GPUMEMSHIM_POLICY": policy}
+    run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
+    assert run.stdout == plain.stdout, run.stdout.decode(errors="replace") + run.stderr_tail()
+    return run
+
+
 @pytest.mark.parametrize("policy", ["spill", "auto", "swap"])
 def test_jax_under_policy(policy, shim, workdir):
     """fw_jax.py: a jitted JAX training loop with JAX's defaults (it preallocates three quarters of
     the 256 MiB budget the driver reports: movable memory under swap; under auto, as under spill,
     ordinary memory, being over a quarter of the budget): every step's loss and parameters as
     without the shim."""
-    pytest.importorskip("jax")
-    argv = [sys.executable, os.path.join(HERE, "fw_jax.py")]
-    plain = plain_run("fw_jax", argv, workdir)
-    if not plain.stdout.startswith(b"step 0"):
-        pytest.skip(f"JAX has no GPU here: {plain.stdout.decode(errors='replace')[:200]}")
-    env = {**SAFE, "GPUMEMSHIM_DEVICE_LIMIT": "256M", "GPUMEMSHIM_POLICY": policy}
-    run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
-    assert run.stdout == plain.stdout, run.stdout.decode(errors="replace") + run.stderr_tail()
+    run = _jax_same_as_plain("fw_jax", policy, "256M", shim, workdir)
     if policy == "swap":
         assert run.stats["decisions"]["converted_swap"]["bytes"] > 0, run.stats["decisions"]
+
+
+@pytest.mark.parametrize("policy", ["auto", "spill"])
+def test_jax_optax_training_past_the_budget(policy, shim, workdir):
+    """jax_optax.py: a jitted training loop with optax's Adam needing about 1.7 GiB a step, under a
+    1 GiB budget with JAX's defaults: every step's loss and the parameters as without the shim."""
+    pytest.importorskip("optax")
+    d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir).stats["decisions"]
+    placed = sum(d[k]["bytes"] for k in ("spilled_managed", "converted_swap", "spilled_pinned"))
+    assert placed > 0, f"nothing went past the budget: {d}"
 
 
 def _placement_program(tmp_path_factory, name, libs=()):
