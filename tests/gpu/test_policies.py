@@ -124,7 +124,8 @@ def test_expandable_segments_stay_within_the_budget(policy, shim, workdir, monke
     """torch_expandable.py: three times a 512 MiB budget in tensors, with expandable segments.
     The device memory the process holds, as NVML sees it (not through the shim), never goes past
     the budget by more than one 128 MiB tensor and PyTorch's 20 MiB segments' rounding; every
-    tensor's sum is as without the shim; the memory past the budget was made in host memory."""
+    tensor's sum is as without the shim; the memory past the budget was made in host memory (under
+    auto, PyTorch's async backend in their place: placed by the shim like any allocation)."""
     pytest.importorskip("torch")
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     monkeypatch.setenv("GMS_TEST_BUDGET_MIB", "512")
@@ -135,7 +136,10 @@ def test_expandable_segments_stay_within_the_budget(policy, shim, workdir, monke
     if peak.group(1) == "none":
         pytest.skip("NVML is not there to measure the device memory from outside the shim")
     assert int(peak.group(1)) <= 512 + 128 + 40, f"{peak.group(0)} under a 512 MiB budget"
-    assert run.stats["decisions"]["spilled_vmm"]["bytes"] >= 1 << 30, run.stats["decisions"]
+    d = run.stats["decisions"]
+    placed = d["spilled_vmm"]["bytes"] if not policy.startswith(("auto", "swap")) else \
+        d["spilled_managed"]["bytes"] + d["converted_swap"]["bytes"]
+    assert placed >= 1 << 30, d
 
 
 @pytest.mark.parametrize("policy", ["auto", "spill-managed"])
@@ -146,9 +150,11 @@ def test_jax_past_its_pool(policy, shim, workdir):
     check("jax_big", [sys.executable, os.path.join(HERE, "jax_big.py")], policy, shim, workdir, budget="1G")
 
 
-def _jax_same_as_plain(script, policy, budget, shim, workdir):
+def _jax_same_as_plain(script, policy, budget, shim, workdir, rel=0.0):
     """Runs tests/gpu/SCRIPT.py (it prints "step 0 ..." first) without the shim and under `policy`
-    and `budget`: the same output, or skipped where JAX has no GPU."""
+    and `budget`: the same output (every number within `rel` of the plain run's), or skipped where
+    JAX has no GPU. XLA plans its computation for the memory the driver reports: told 1 GiB, it
+    rematerialises (its log says so), and the float sums come out in another order."""
     pytest.importorskip("jax")
     argv = [sys.executable, os.path.join(HERE, script + ".py")]
     plain = plain_run(script, argv, workdir)
@@ -156,7 +162,15 @@ def _jax_same_as_plain(script, policy, budget, shim, workdir):
         pytest.skip(f"JAX has no GPU here: {plain.stdout.decode(errors='replace')[:200]}")
     env = {**SAFE, "GPUMEMSHIM_DEVICE_LIMIT": budget, "GPUMEMSHIM_POLICY": policy}
     run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
-    assert run.stdout == plain.stdout, run.stdout.decode(errors="replace") + run.stderr_tail()
+    if rel == 0.0:
+        assert run.stdout == plain.stdout, run.stdout.decode(errors="replace") + run.stderr_tail()
+        return run
+    number = re.compile(rb"-?\d+\.\d+(?:e-?\d+)?")
+    got, want = run.stdout.splitlines(), plain.stdout.splitlines()
+    assert [number.sub(b"N", l) for l in got] == [number.sub(b"N", l) for l in want], run.stdout.decode() + run.stderr_tail()
+    for g, w in zip(got, want):
+        for a, b in zip(number.findall(g), number.findall(w)):
+            assert abs(float(a) - float(b)) <= rel * abs(float(b)), f"{g!r} against {w!r}"
     return run
 
 
@@ -176,7 +190,7 @@ def test_jax_optax_training_past_the_budget(policy, shim, workdir):
     """jax_optax.py: a jitted training loop with optax's Adam needing about 1.7 GiB a step, under a
     1 GiB budget with JAX's defaults: every step's loss and the parameters as without the shim."""
     pytest.importorskip("optax")
-    d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir).stats["decisions"]
+    d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir, rel=1e-5).stats["decisions"]
     placed = sum(d[k]["bytes"] for k in ("spilled_managed", "converted_swap", "spilled_pinned"))
     assert placed > 0, f"nothing went past the budget: {d}"
 
