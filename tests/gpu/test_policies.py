@@ -187,10 +187,11 @@ def test_jax_under_policy(policy, shim, workdir):
 
 @pytest.mark.parametrize("policy", ["auto", "spill"])
 def test_jax_optax_training_past_the_budget(policy, shim, workdir):
-    """jax_optax.py: a jitted training loop with optax's Adam needing about 1.7 GiB a step, under a
-    1 GiB budget with JAX's defaults: every step's loss and the parameters as without the shim."""
+    """jax_optax.py: a jitted training loop with optax (SGD with momentum) needing about 1.6 GiB a
+    step, under a 1 GiB budget with JAX's defaults: every step's loss and the parameters' checksum
+    within 1e-4 of the run without the shim."""
     pytest.importorskip("optax")
-    d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir, rel=1e-5).stats["decisions"]
+    d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir, rel=1e-4).stats["decisions"]
     placed = sum(d[k]["bytes"] for k in ("spilled_managed", "converted_swap", "spilled_pinned"))
     assert placed > 0, f"nothing went past the budget: {d}"
 

@@ -287,6 +287,7 @@ TEST_F(ReportAnalyze, CpuFaultsBetweenMigrationsToTheGpuAreTurnsToo) {
     um(t, t, "cpu_fault", 0x10000, 0, "", 0x401000);
     um(t + 10, t + 10, "cpu_fault", 0x18000, 0, "", 0x401000);
     um(t + 100, t + 1000, "htod", 0x10000, 1 << 16, "coherence");
+    f().kernels.push_back({t + 50, t + 1500, s("_Z7add_onePfm"), 0, 7, round, {1, 1, 1}, {1, 1, 1}});
     t += 2000;
   }
   Report r = analyze(set, {});
@@ -296,6 +297,8 @@ TEST_F(ReportAnalyze, CpuFaultsBetweenMigrationsToTheGpuAreTurnsToo) {
   auto pp = std::find_if(r.offenders.begin(), r.offenders.end(), [](const Offender& o) { return o.kind == "ping_pong"; });
   ASSERT_NE(pp, r.offenders.end());
   EXPECT_EQ(pp->count, 3);
+  // Who moved it: the kernel it came in during, and the CPU's faulting instruction.
+  EXPECT_NE(pp->hint.find("in during add_one(float*, unsigned long), back on 6 CPU faults at instruction 0x401000"), std::string::npos) << pp->hint;
 }
 
 TEST_F(ReportAnalyze, ARegionThatGoesToTheGpuAndBackIsNamedPingPong) {

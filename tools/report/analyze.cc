@@ -150,6 +150,20 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
       }
     }
   };
+  // Kernels by start, to find the one running when a migration to the device happened.
+  std::vector<uint32_t> by_start(f.kernels.size());
+  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+  std::sort(by_start.begin(), by_start.end(), [&](uint32_t a, uint32_t b) { return f.kernels[a].t < f.kernels[b].t; });
+  auto running_at = [&](int64_t t, int32_t device) -> const KernelEvent* {
+    auto it = std::upper_bound(by_start.begin(), by_start.end(), t,
+                               [&](int64_t v, uint32_t i) { return v < f.kernels[i].t; });
+    // The latest few to start before t: kernels on one device seldom overlap more than that.
+    for (int back = 0; back < 8 && it != by_start.begin(); ++back) {
+      const KernelEvent& ke = f.kernels[*--it];
+      if (ke.end >= t && (device < 0 || ke.device == device)) return &ke;
+    }
+    return nullptr;
+  };
   for (const UmEvent& e : f.um) {
     replay_until(e.t);
     auto it = live.upper_bound(e.address);
@@ -159,8 +173,18 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
       RegionRow& candidate = regions[it->second];
       if (e.address - candidate.ptr < std::max<uint64_t>(candidate.bytes, 1)) region = &candidate;
     }
-    if (region) region->um.add(e, k);
-    else r.unattributed.add(e, k);
+    if (!region) {
+      r.unattributed.add(e, k);
+      continue;
+    }
+    region->um.add(e, k);
+    if (e.counter == k.htod) {
+      if (const KernelEvent* ke = running_at(e.t, e.device)) ++region->gpu_kernels[ke->name];
+    } else if (e.counter == k.cpu_fault) {
+      auto pc = region->cpu_pcs.find(static_cast<uint64_t>(e.value));
+      if (pc != region->cpu_pcs.end()) ++pc->second;
+      else if (region->cpu_pcs.size() < RegionRow::kMaxPcs) region->cpu_pcs.emplace(static_cast<uint64_t>(e.value), 1);
+    }
   }
   replay_until(INT64_MAX);
   add_to(r.regions_total, static_cast<int64_t>(regions.size()));

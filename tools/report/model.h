@@ -68,6 +68,11 @@ struct RegionRow {
   int64_t alloc_t = 0;
   int64_t free_t = -1;  // -1: still live at the end of the trace
   UmTally um;
+  // Who moved it: migrations to the device during each kernel (by its name in the trace's
+  // strings), and the CPU's fault records by faulting instruction (at most kMaxPcs of them).
+  std::map<uint32_t, int64_t> gpu_kernels;
+  std::map<uint64_t, int64_t> cpu_pcs;
+  static constexpr size_t kMaxPcs = 16;
 };
 
 struct KernelRow {

@@ -34,6 +34,28 @@ std::string region_name(const TraceSet& set, const RegionRow& r) {
   return where.empty() ? name : name + " (" + ellipsize(where, 60) + ")";
 }
 
+// Who moved a region: the kernels it came in during, the most first, and the CPU's faulting
+// instructions. Empty when the trace says neither.
+std::string movers(const TraceSet& set, const RegionRow& g) {
+  std::string out;
+  if (!g.gpu_kernels.empty()) {
+    std::vector<std::pair<int64_t, uint32_t>> ks;
+    for (const auto& [name, n] : g.gpu_kernels) ks.push_back({-n, name});
+    std::sort(ks.begin(), ks.end());
+    out += "; in during " + short_name(demangle(set.strings.str(ks[0].second)), 40);
+    if (ks.size() > 1) out += " and " + counted(static_cast<int64_t>(ks.size() - 1), "other kernel", "other kernels");
+  }
+  if (g.um.cpu_faults > 0) {
+    out += std::string(out.empty() ? "; " : ", ") + "back on " + human_count(g.um.cpu_faults) + " CPU faults";
+    if (g.cpu_pcs.size() == 1) {
+      out += " at instruction " + hex_address(g.cpu_pcs.begin()->first);
+    } else if (!g.cpu_pcs.empty()) {
+      out += " from " + (g.cpu_pcs.size() < RegionRow::kMaxPcs ? std::to_string(g.cpu_pcs.size()) : "many") + " instructions";
+    }
+  }
+  return out;
+}
+
 void pageable_copies(const Report& r, std::vector<Offender>& out) {
   const double pinned = r.link.practical_gbps;
   auto add = [&](const std::string& subject, const std::string& from, const CopyTally& c) {
@@ -133,7 +155,8 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
       o.lost_ns = g.um.migration_ns;
       o.hint = o.subject + " went to the GPU and back " + human_count(rounds) + " times (" +
                human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(g.um.migration_ns) +
-               " moving): the CPU and the GPU take turns on it; keep it on the host and let kernels read it over the "
+               " moving)" + movers(set, g) +
+               ": the CPU and the GPU take turns on it; keep it on the host and let kernels read it over the "
                "link (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU: what the default policy "
                "does after two rounds, decision share_host), or move only the pages the CPU touches";
       out.push_back(std::move(o));
