@@ -223,6 +223,7 @@ def test_cpu_reading_pages_back_faults_and_moves_them(built, shim, workdir):
     assert back <= REGION, f"{back / MiB:.2f} MiB back for {pages} pages read"
     report = report_json(shim, run.trace_path)
     assert report["totals"]["um"]["cpu_faults"] == cpu_faults, report["totals"]["um"]
+    assert report["totals"]["um"]["dtoh_known"] == (back > 0), "no record is no figure"
 
 
 _pp = {}

@@ -12,6 +12,8 @@ void um_object(JsonWriter& w, const UmTally& u) {
   w.begin_object();
   w.key("htod_bytes"), w.value(u.htod);
   w.key("dtoh_bytes"), w.value(u.dtoh);
+  // False where the CPU faulted and no migration to the host was recorded: dtoh_bytes is unknown.
+  w.key("dtoh_known"), w.value(u.dtoh > 0 || u.cpu_faults == 0);
   w.key("dtod_bytes"), w.value(u.dtod);
   w.key("fault_htod_bytes"), w.value(u.fault_htod);
   w.key("fault_dtoh_bytes"), w.value(u.fault_dtoh);

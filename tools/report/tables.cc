@@ -66,7 +66,13 @@ Table totals_table(const Report& r) {
   // is a floor, and GPU faults none were recorded for are unknown, not zero.
   row("migrated host to device", bytes(t.um.htod),
       t.um.fault_htod > 0 ? "at least: " + bytes(t.um.fault_htod) + " on GPU faults, which CUPTI may undercount" : "");
-  row("migrated device to host", bytes(t.um.dtoh));
+  // CPU faults with no migration record at all: on the H200 CUPTI recorded none for pages the CPU
+  // read back (it did for pages written), so the bytes are unknown, not zero.
+  if (t.um.dtoh == 0 && t.um.cpu_faults > 0) {
+    row("migrated device to host", "unknown", "no record for " + counted(t.um.cpu_faults, "CPU fault", "CPU faults"));
+  } else {
+    row("migrated device to host", bytes(t.um.dtoh));
+  }
   row("migrated device to device", bytes(t.um.dtod));
   for (const auto& [cause, n] : t.migrated_by_cause) row("  by cause: " + cause, bytes(n));
   if (t.um.gpu_faults == 0 && t.um.fault_htod > 0) {
