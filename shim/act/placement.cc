@@ -113,6 +113,12 @@ void placement_init() {
   if (conf) choose("PYTORCH_ALLOC_CONF", conf);
 }
 
+policy::DeviceBudget placement_budget(int dev) {
+  policy::DeviceBudget within{budget::limit(dev), ledger().used(dev)};
+  if (placement_config().policy == policy::PolicyKind::auto_) within.used += ledger().resident(dev);
+  return within;
+}
+
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void*), void* ctx) {
   int dev = out ? driver::current_device() : -1;
   if (dev < 0 || !placement_active()) {
@@ -130,11 +136,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
-  // Prefetched managed memory does not count here: the planner evicts it when the budget shrinks.
-  policy::DeviceBudget within{budget::limit(dev), ledger().used(dev)};
-  // Under auto the movable memory on the device counts too: a large allocation is spilled only
-  // when it does not fit beside it (policy/placement.h).
-  if (cfg.policy == policy::PolicyKind::auto_) within.used += ledger().resident(dev);
+  const policy::DeviceBudget within = placement_budget(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;

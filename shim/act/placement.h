@@ -25,6 +25,12 @@ struct AllocRequest {
   bool per_thread;   // the _ptsz entry point: stream 0 means the per-thread default stream
 };
 
+// The device's budget as placement sees it: the limit, and what the program holds there, with,
+// under auto, the movable memory on the device (a large allocation is spilled only when it does
+// not fit beside it; policy/placement.h). Prefetched managed memory does not count: the planner
+// evicts it when the budget shrinks.
+policy::DeviceBudget placement_budget(int dev);
+
 // Decides and allocates. `device_alloc` makes the ordinary allocation the program asked for.
 CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_alloc)(void* ctx), void* ctx);
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "act/config.h"
+#include "act/placement.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -61,8 +62,7 @@ CUresult vmm_create(CUmemGenericAllocationHandle* handle, size_t size, const CUm
     r = real(handle, size, prop, flags);
   } else {
     const auto& cfg = placement_config();
-    policy::DeviceBudget within{budget::limit(h.dev), ledger().used(h.dev)};
-    if (cfg.policy == policy::PolicyKind::auto_) within.used += ledger().resident(h.dev);
+    const policy::DeviceBudget within = placement_budget(h.dev);
     policy::VmmRequest req;
     req.bytes = size;
     policy::Placement p = policy::place_vmm(cfg, within, ledger().created(), req);

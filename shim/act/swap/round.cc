@@ -28,6 +28,24 @@ void fail(Move& m, const char* what, CUresult r, uint64_t n) {
   if (m.result == CUDA_SUCCESS) m.result = r;
 }
 
+// Remaps in runs of neighbouring chunks (one map and one access call a run): `admit(item, flush)`
+// unmaps one and says whether it joins the run; on a failure it flushes the run so far (so a run
+// never spans the failed chunk), handles the failure and says no. `map_run(run)` maps a run.
+template <typename T, typename Admit, typename MapRun>
+void in_runs(std::vector<T>& items, Admit admit, MapRun map_run) {
+  std::vector<T*> run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    map_run(run);
+    run.clear();
+  };
+  for (T& x : items) {
+    if (!run.empty() && !x.at.follows(run.back()->at)) flush();
+    if (admit(x, flush)) run.push_back(&x);
+  }
+  flush();
+}
+
 }  // namespace
 
 bool plan(Round& round) {
@@ -142,9 +160,7 @@ void remap_evictions(Round& round) {
   Slabs& s = slabs();
   // The range is backed by its host copy at once (the copy goes through the side ranges), or
   // parked; the device memory goes to the prefetches.
-  std::vector<Round::Out*> out_run;
-  auto evict_run = [&] {
-    if (out_run.empty()) return;
+  auto evict_run = [&](std::vector<Round::Out*>& out_run) {
     std::vector<Piece> host;
     for (Round::Out* o : out_run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
     // Not under a launch or transfer of another thread's that is between its await and its mark,
@@ -168,21 +184,17 @@ void remap_evictions(Round& round) {
       if (map(o->at.va(), o->at.size(), c.device.handle, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
     }
-    out_run.clear();
   };
-  for (Round::Out& o : round.outs) {
-    if (!out_run.empty() && !o.at.follows(out_run.back()->at)) evict_run();
+  auto unmap = [&](Round::Out& o, auto& flush) {
     CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
-    if (u != CUDA_SUCCESS) {
-      evict_run();
-      round.spent_hosts.push_back(o.host);
-      mk.give(o.copied);
-      fail(*o.at.m, "eviction", u, o.at.size());
-      continue;
-    }
-    out_run.push_back(&o);
-  }
-  evict_run();
+    if (u == CUDA_SUCCESS) return true;
+    flush();
+    round.spent_hosts.push_back(o.host);
+    mk.give(o.copied);
+    fail(*o.at.m, "eviction", u, o.at.size());
+    return false;
+  };
+  in_runs(round.outs, unmap, evict_run);
 }
 
 void remap_prefetches(Round& round) {
@@ -190,9 +202,7 @@ void remap_prefetches(Round& round) {
   Slabs& s = slabs();
   Backings& b = backings();
   // The host copy is kept until the copies are done.
-  std::vector<Round::In*> in_run;
-  auto prefetch_run = [&] {
-    if (in_run.empty()) return;
+  auto prefetch_run = [&](std::vector<Round::In*>& in_run) {
     std::vector<Piece> host, device;  // host: what was mapped before, to put back on failure
     for (Round::In* in : in_run) {
       if (!in->parked) host.push_back({in->at.va(), in->at.size(), in->at.chunk().host.handle});
@@ -224,10 +234,8 @@ void remap_prefetches(Round& round) {
       c.device = in->device;
       s.note_backing(in->at.va(), *in->at.range);
     }
-    in_run.clear();
   };
-  for (Round::In& in : round.ins) {
-    if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
+  auto take_and_unmap = [&](Round::In& in, auto& flush) {
     // Spare memory first: this round's evicted memory makes the copy in wait for its copy out.
     auto f = round.freed.find(in.at.size());
     const bool spare = !b.spare_device[in.at.range->dev].empty() || f == round.freed.end();
@@ -241,21 +249,19 @@ void remap_prefetches(Round& round) {
       r = b.take_device(in.at.size(), in.at.range->dev, &in.device);
       if (r == CUDA_SUCCESS && (r = give_side(in.device)) != CUDA_SUCCESS) b.give_device(in.device);
       if (r != CUDA_SUCCESS) {
-        prefetch_run();
+        flush();
         fail(*in.at.m, "prefetch", r, in.at.size());  // the device is full: this chunk stays on the host
-        continue;
+        return false;
       }
     }
     r = in.parked ? CUDA_SUCCESS : call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size()));
-    if (r != CUDA_SUCCESS) {
-      prefetch_run();
-      round.spent_devices.push_back(in.device);
-      fail(*in.at.m, "prefetch", r, in.at.size());
-      continue;
-    }
-    in_run.push_back(&in);
-  }
-  prefetch_run();
+    if (r == CUDA_SUCCESS) return true;
+    flush();
+    round.spent_devices.push_back(in.device);
+    fail(*in.at.m, "prefetch", r, in.at.size());
+    return false;
+  };
+  in_runs(round.ins, take_and_unmap, prefetch_run);
   for (auto& [size, f] : round.freed) {
     round.spent_devices.push_back(f.device);
     mk.give(f.copied);
@@ -349,9 +355,7 @@ void remap_and_finish(Round& round) {
   round.remap_start = trace::monotonic_ns();
   // Evictions, in runs of neighbouring chunks. On failure a chunk keeps its device memory, unless
   // a copy in took it: then its host copy is all there is, and the chunk is left parked on it.
-  std::vector<Round::Out*> run;
-  auto evict_run = [&] {
-    if (run.empty()) return;
+  auto evict_run = [&](std::vector<Round::Out*>& run) {
     std::vector<Piece> host;
     for (Round::Out* o : run) host.push_back({o->at.va(), o->at.size(), o->host.handle});
     const int dev = run.front()->at.range->dev;
@@ -372,23 +376,17 @@ void remap_and_finish(Round& round) {
       if (map(o->at.va(), o->at.size(), c.device.handle, dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
     }
-    run.clear();
   };
-  for (Round::Out& o : round.outs) {
-    if (!run.empty() && !o.at.follows(run.back()->at)) evict_run();
-    if (call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size())) != CUDA_SUCCESS && !o.lent) {
-      evict_run();
-      round.spent_hosts.push_back(o.host);
-      fail(*o.at.m, "eviction", CUDA_ERROR_UNKNOWN, o.at.size());
-      continue;
-    }
-    run.push_back(&o);
-  }
-  evict_run();
+  auto unmap_out = [&](Round::Out& o, auto& flush) {
+    if (call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size())) == CUDA_SUCCESS || o.lent) return true;
+    flush();
+    round.spent_hosts.push_back(o.host);
+    fail(*o.at.m, "eviction", CUDA_ERROR_UNKNOWN, o.at.size());
+    return false;
+  };
+  in_runs(round.outs, unmap_out, evict_run);
   // Prefetches, in runs: the host copy stays mapped where mapping the device memory fails.
-  std::vector<Round::In*> in_run;
-  auto prefetch_run = [&] {
-    if (in_run.empty()) return;
+  auto prefetch_run = [&](std::vector<Round::In*>& in_run) {
     std::vector<Piece> device;
     for (Round::In* in : in_run) device.push_back({in->at.va(), in->at.size(), in->device.handle});
     const int dev = in_run.front()->at.range->dev;
@@ -407,20 +405,16 @@ void remap_and_finish(Round& round) {
       round.spent_devices.push_back(in->device);
       fail(*in->at.m, "prefetch", m, in->at.size());
     }
-    in_run.clear();
   };
-  for (Round::In& in : round.ins) {
-    if (!in.copied) continue;
-    if (!in_run.empty() && !in.at.follows(in_run.back()->at)) prefetch_run();
-    if (!in.parked && call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size())) != CUDA_SUCCESS) {
-      prefetch_run();
-      round.spent_devices.push_back(in.device);
-      fail(*in.at.m, "prefetch", CUDA_ERROR_UNKNOWN, in.at.size());
-      continue;
-    }
-    in_run.push_back(&in);
-  }
-  prefetch_run();
+  auto unmap_in = [&](Round::In& in, auto& flush) {
+    if (!in.copied) return false;  // its copy failed: it stays on the host, as it is
+    if (in.parked || call_real(GMS_REAL(cuMemUnmap), in.at.va(), static_cast<size_t>(in.at.size())) == CUDA_SUCCESS) return true;
+    flush();
+    round.spent_devices.push_back(in.device);
+    fail(*in.at.m, "prefetch", CUDA_ERROR_UNKNOWN, in.at.size());
+    return false;
+  };
+  in_runs(round.ins, unmap_in, prefetch_run);
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - round.remap_start);
   for (Round::Out& o : round.outs) mk.give(o.copied);
   // The copies must be over before anyone launches, and before their memory is reused.
