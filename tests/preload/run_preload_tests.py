@@ -805,6 +805,17 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"}), "cuda_async|max_split_size_mb:64")
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}), "platform|backend:cudaMallocAsync")
 
+    def test_pools_under_the_budget(self):
+        # Stream-ordered allocations from the device's pool: the budget holds as for any allocation
+        # (progs/pools.cc checks the calls): spilled past it, refused under off.
+        for policy in ("auto", "spill", "off"):
+            env = {"GPUMEMSHIM_POLICY": policy, "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+            run = self.run_program("pools", policy, env=env)
+            self.assertIn(f"pools ok ({policy})", run.stdout)
+            d = self.only_stats(run)["decisions"]
+            self.assertEqual(d["spilled_managed"]["bytes"], 0 if policy == "off" else 6 * MiB, policy)
+            self.assertEqual(d["refused"]["calls"], 1 if policy == "off" else 0, policy)
+
     def test_vmm_under_the_budget(self):
         # The program's own cuMemCreate: counted from creation, host memory past the budget under
         # every policy but off, which refuses it (progs/vmm_budget.cc checks the calls and bytes).
