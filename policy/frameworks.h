@@ -14,10 +14,10 @@ namespace gms::policy {
 //   keeps freed blocks, which the shim would keep moving in and out of the budget);
 // - expandable_segments:True, without a backend: the same option list with that entry replaced by
 //   backend:cudaMallocAsync. Expandable segments map cuMemCreate handles, which the shim counts and,
-//   past the budget, makes in host memory that kernels read over the link; they never move. On an
-//   H200 (2026-11-26), resnet50 at peak / 1.5 took 1,856 ms a step with them against 264 without,
-//   a Llama-style model 1,176 against 306, the same losses. What they are for (room past
-//   fragmentation, no out-of-memory) is what the movable memory already gives.
+//   past the budget, makes in host memory that kernels read over the link; they never move, and a
+//   training step ran several times slower with them (docs/design/policies.md, "Frameworks'
+//   allocators"). What they are for (room past fragmentation, no out-of-memory) is what the
+//   movable memory already gives.
 // - anything else (another backend, expandable segments off, other options only): left alone.
 std::string torch_alloc_conf(const char* user);
 

@@ -44,9 +44,14 @@ Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t
     if (cfg.policy == PolicyKind::auto_ && !req.device_refused) return {Where::device, "stream capture past the budget"};
     // spill's promise (and auto's, once the card refuses): host memory made now, outside the
     // graph, which every replay of the graph then uses; the graph's free of it keeps it to exit.
-    if (cfg.policy == PolicyKind::spill || cfg.policy == PolicyKind::auto_) {
-      const Where target = cfg.policy == PolicyKind::spill && cfg.spill == SpillTarget::pinned ? Where::pinned : Where::managed;
+    if (cfg.policy == PolicyKind::spill) {
+      const Where target = cfg.spill == SpillTarget::pinned ? Where::pinned : Where::managed;
       return converted(cfg, target, managed_in_use, req.bytes, "stream capture over budget: made outside the graph");
+    }
+    if (cfg.policy == PolicyKind::auto_) {
+      // Under auto the managed limit counts only what is beyond the budget, as below.
+      const uint64_t on_host = managed_in_use > budget.limit ? managed_in_use - budget.limit : 0;
+      return converted(cfg, Where::managed, on_host, req.bytes, "stream capture past the card: made outside the graph");
     }
     return {Where::out_of_memory, "stream capture over budget"};
   }

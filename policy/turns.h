@@ -1,12 +1,10 @@
 // Managed memory the CPU and the GPU take turns on (ping-pong): found, kept on the host for kernels
 // to read over the link while the turns go on, and given back to the residency planner once they end.
 //
-// Why (measured on an H200, 2026-11-26, tests/gpu/placement/pingpong.cu: 256 MiB of managed
-// memory, 20 rounds of a kernel over all of it and then the CPU writing one float in each 4 KiB
-// page): pages moving on faults both ways cost 99 ms a round; prefetching it both ways by hand,
-// 59 ms (a prefetch to the host runs at 10 to 16 GB/s); left on the host with the GPU's access
-// mapped (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU), 7.2 ms: nothing
-// moves, the kernel reads and writes over the link and the CPU's writes stay local.
+// Why: pages that move on faults both ways every round cost far more than the same pages left on
+// the host, where the kernel reads and writes them over the link and the CPU's writes stay local;
+// prefetching them both ways by hand gains little, a prefetch to the host being slow
+// (docs/design/policies.md, "Managed memory the CPU and the GPU take turns on").
 //
 // What the shim sees: at a launch that uses the region, how many of a few sampled pages the CPU
 // holds (its page table has them: /proc/self/pagemap), while the residency planner had the region
@@ -65,6 +63,7 @@ class TurnTracker {
   TurnAction launched(RegionId id, uint32_t cpu_pages, uint32_t samples, bool on_device);
 
   bool shared(RegionId id) const;
+  bool empty() const { return regions_.empty(); }
   uint64_t shares() const { return shares_; }  // times a region was placed on the host
   uint64_t probes() const { return probes_; }  // times one went back to the planner to probe
   uint64_t ended() const { return ended_; }    // turns found over (probes no CPU turn answered)

@@ -15,23 +15,30 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kPresent = 1ull << 63;
 
-std::mutex g_mu;       // guards the descriptor across fork and reopening
-int g_fd = -1;
-pid_t g_pid = 0;       // the process g_fd reads
-bool g_failed = false;  // cannot be read here (said once)
+// The descriptor and the process it reads, packed so that one load sees both: a fork child finds
+// its parent's pid there and opens its own. No lock, so nothing to reset after fork.
+std::atomic<uint64_t> g_fd_pid{0};  // (fd + 1) << 32 | pid; 0: none
+std::atomic<bool> g_failed{false};   // cannot be read here (said once)
 
 int pagemap() {
-  const pid_t pid = getpid();
-  std::lock_guard lock(g_mu);
-  if (g_fd >= 0 && g_pid == pid) return g_fd;
-  if (g_fd >= 0) close(g_fd);  // a fork child: the parent's table
-  g_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  g_pid = pid;
-  if (g_fd < 0 && !g_failed) {
-    g_failed = true;
-    log(LogLevel::debug, Line().str("cannot read /proc/self/pagemap: CPU turns on managed memory are not seen"));
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  uint64_t seen = g_fd_pid.load(std::memory_order_acquire);
+  if (seen != 0 && static_cast<uint32_t>(seen) == pid) return static_cast<int>(seen >> 32) - 1;
+  const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (!g_failed.exchange(true)) {
+      log(LogLevel::debug, Line().str("cannot read /proc/self/pagemap: CPU turns on managed memory are not seen"));
+    }
+    return -1;
   }
-  return g_fd;
+  const uint64_t mine = (static_cast<uint64_t>(fd) + 1) << 32 | pid;
+  if (g_fd_pid.compare_exchange_strong(seen, mine, std::memory_order_acq_rel)) {
+    // A parent's descriptor inherited by a fork child is the child's to close.
+    if (seen != 0) close(static_cast<int>(seen >> 32) - 1);
+    return fd;
+  }
+  close(fd);  // another thread opened it first
+  return static_cast<uint32_t>(seen) == pid ? static_cast<int>(seen >> 32) - 1 : -1;
 }
 
 }  // namespace
@@ -59,6 +66,21 @@ bool cpu_pages_follow_managed(int device) {
   static bool follows = false;
   std::call_once(once, [device] {
     using driver::call_real;
+    // The CPU may touch managed memory while kernels run only with concurrent managed access
+    // (not on WSL or before Pascal, where the touch below would fault): without it, nothing is watched.
+    int concurrent = 0;
+    if (call_real(GMS_REAL(cuDeviceGetAttribute), &concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                  static_cast<CUdevice>(device)) != CUDA_SUCCESS ||
+        concurrent == 0) {
+      return;
+    }
+    // Allowed to this thread while another captures in global mode, which would forbid the
+    // allocation and the synchronisation (and be invalidated by them).
+    driver::RelaxedCapture relaxed;
+    // A stream of the shim's own that waits for nothing of the program's: synchronising it cannot
+    // end a capture or wait for a kernel that never ends. Kept, like the block, for the process.
+    CUstream own = nullptr;
+    if (call_real(GMS_REAL(cuStreamCreate), &own, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) return;
     constexpr uint64_t kBytes = 2ull << 20;
     CUdeviceptr p = 0;
     if (call_real(GMS_REAL(cuMemAllocManaged), &p, kBytes, static_cast<unsigned>(CU_MEM_ATTACH_GLOBAL)) != CUDA_SUCCESS) return;
@@ -67,11 +89,11 @@ bool cpu_pages_follow_managed(int device) {
     const PageSample written = sample_cpu_pages(p, kBytes, 8);
     const CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, device};
     PageSample moved;
-    if (call_real(GMS_REAL(cuMemPrefetchAsync_v2), p, kBytes, gpu, 0u, CUstream{}) == CUDA_SUCCESS &&
-        call_real(GMS_REAL(cuStreamSynchronize), CUstream{}) == CUDA_SUCCESS) {
+    if (call_real(GMS_REAL(cuMemPrefetchAsync_v2), p, kBytes, gpu, 0u, own) == CUDA_SUCCESS &&
+        call_real(GMS_REAL(cuStreamSynchronize), own) == CUDA_SUCCESS) {
       moved = sample_cpu_pages(p, kBytes, 8);
     }
-    call_real(GMS_REAL(cuMemFree_v2), p);
+    // Not freed: cuMemFree may wait for the whole device.
     follows = written.samples > 0 && written.cpu == written.samples && moved.samples > 0 && moved.cpu == 0;
     Line l;
     l.str(follows ? "the page table follows managed memory: the CPU's turns on it are watched"

@@ -147,7 +147,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
       swap::trim_spares(dev, 0);
       r = device_alloc(ctx);
     }
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off && !pr.capturing) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && cfg.policy != policy::PolicyKind::off) {
       pr.device_refused = true;  // the card is fuller than the budget says: other processes
       p = policy::place(cfg, within, ledger().created(), pr);
     }
@@ -272,7 +272,8 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
-    if (trace::enabled()) trace::flush_device_records();
+    // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).
+    if (trace::enabled() && region->placement != Placement::managed) trace::flush_device_records();
   }
   CUresult r = CUDA_SUCCESS;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
@@ -288,6 +289,9 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
         log(LogLevel::info, l);
       }
       observe::region_released(family, true, static_cast<uintptr_t>(p), region);
+      // Still there: it counts against the managed limit until exit, or captures that repeat
+      // would make host memory past any limit.
+      if (!swap) ledger().add_created(region->size);
       return CUDA_SUCCESS;
     }
     if (swap) {

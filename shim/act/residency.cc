@@ -47,6 +47,7 @@ struct State {
     uint64_t size = 0;
     uint64_t sampled_ns = 0;
     uint64_t turn_seen = UINT64_MAX;
+    CUevent prefetched = nullptr;  // recorded after the planner's latest prefetch of it
   };
   std::unordered_map<uintptr_t, Entry> tracked;
   // The CPU's turns on the program's own managed memory (policy/turns.h).
@@ -377,16 +378,23 @@ constexpr uint64_t kTurnLookNs = 1000000;
 // Caller holds s.mu, before the planner plans the launch. The program's own managed memory that
 // the launch uses: whether the CPU took it back since the last launch (its page table has the
 // sampled pages the planner had on the device), and what its turns decide (policy/turns.h).
-void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy::RegionId>& referenced, int dev) {
+void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy::RegionId>& referenced, int dev,
+                 CUstream stream, bool per_thread) {
   uint64_t now = 0;
+  std::optional<driver::RelaxedCapture> relaxed;  // event queries and advice, beside another thread's capture
   for (policy::RegionId id : referenced) {
     auto t = s.tracked.find(id);
     if (t == s.tracked.end() || t->second.size == 0 || t->second.turn_seen == p.launches()) continue;
     State::Entry& e = t->second;
     e.turn_seen = p.launches();
+    if (!relaxed) relaxed.emplace();
     const uint64_t resident = p.resident_bytes(id);
     PageSample look;
-    if (resident != 0 && s.turns.wants_sample(id)) {
+    // Only once the planner's last prefetch of it has run: before, the pages are still the CPU's
+    // because they have not left yet (a program that queues launches ahead of the GPU), not
+    // because the CPU took them back.
+    if (resident != 0 && s.turns.wants_sample(id) &&
+        (!e.prefetched || call_real(GMS_REAL(cuEventQuery), e.prefetched) == CUDA_SUCCESS)) {
       if (now == 0) now = trace::monotonic_ns();
       if (now - e.sampled_ns >= kTurnLookNs) {
         look = sample_cpu_pages(id, resident, kTurnSamples);
@@ -397,6 +405,7 @@ void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy
     if (a == policy::TurnAction::none) continue;
     Stats& st = runtime_stats();
     const CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0}, gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
+    const CUdeviceptr va = static_cast<CUdeviceptr>(id);
     const char* what = "";
     const char* why = "";
     switch (a) {
@@ -406,15 +415,24 @@ void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy
         what = "cpu_turn", why = "the CPU took it back since the last launch: prefetched again, not faulted in";
         break;
       case policy::TurnAction::place_on_host:
-        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
-        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu);
+        // What is still on the device goes to the host with it: the planner counts none of it.
+        if (call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host) != CUDA_SUCCESS ||
+            call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu) != CUDA_SUCCESS ||
+            move(id, e.size, host, stream, per_thread) != CUDA_SUCCESS) {
+          // Not placed: the region is left to the planner and no longer watched.
+          call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
+          call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
+          s.turns.remove(id);
+          e.size = 0;
+          continue;
+        }
         p.set_shared(id, true);
         st.decision(Decision::shared_host, e.size);
         what = "share_host", why = "the CPU and the GPU take turns on it: kept on the host, kernels reach it over the link";
         break;
       case policy::TurnAction::place_back:
-        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
-        call_real(GMS_REAL(cuMemAdvise_v2), static_cast<CUdeviceptr>(id), e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
+        call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
+        call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
         p.set_shared(id, false);
         st.decision(Decision::shared_probe, e.size);
         what = "share_probe", why = "whether the CPU's turns go on: on the device again until the CPU takes it";
@@ -423,6 +441,27 @@ void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy
         break;
     }
     if (trace::enabled()) trace::decision(what, id, a == policy::TurnAction::bring_back ? resident : e.size, dev, why);
+  }
+}
+
+// Caller holds s.mu, after the launch's moves are queued on `stream`: an event after the prefetch of
+// each watched region (watch_turns samples its pages only once it has run).
+void mark_prefetched(State& s, const std::vector<policy::Action>& actions, CUstream stream, bool per_thread) {
+  for (const policy::Action& a : actions) {
+    if (a.kind != policy::ActionKind::prefetch_to_device) continue;
+    auto t = s.tracked.find(a.region);
+    if (t == s.tracked.end() || t->second.size == 0) continue;
+    State::Entry& e = t->second;
+    if (!e.prefetched &&
+        call_real(GMS_REAL(cuEventCreate), &e.prefetched, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+      e.prefetched = nullptr;
+      continue;
+    }
+    if (call_real(GMS_REAL(cuEventRecord), e.prefetched, driver::stream_handle(stream, per_thread)) != CUDA_SUCCESS) {
+      // Without it a sample could read pages that have not left yet: stop watching this region.
+      s.turns.remove(a.region);
+      e.size = 0;
+    }
   }
 }
 
@@ -441,7 +480,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // While the program follows a learnt step, room comes from what is used again farthest ahead.
   LearntRoom learnt(s, dev);
   const policy::StepLearner* following = learnt.following();
-  watch_turns(s, p, referenced, dev);
+  watch_turns(s, p, referenced, dev, stream, per_thread);
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
   const size_t early = evict_early(s, p, actions);
   ledger().set_resident(dev, p.resident_bytes());
@@ -462,6 +501,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
   carry_out(s, actions, dev, stream, per_thread, early, false, following != nullptr);
+  if (!s.turns.empty()) mark_prefetched(s, actions, stream, per_thread);
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
   if (!actions.empty()) swap::fit_spares(dev, 0);
@@ -514,6 +554,20 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
   if (base + size > hi) g_hi.store(base + size);
+}
+
+void residency_advised(uintptr_t p) {
+  if (g_tracked_regions.load(std::memory_order_relaxed) == 0) return;
+  ShimScope scope;
+  auto r = cuda_regions().find(p);
+  if (!r || r->kind != MemKind::managed) return;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto t = s.tracked.find(r->base);
+  if (t == s.tracked.end() || t->second.size == 0) return;
+  s.turns.remove(r->base);
+  planner(s, t->second.dev).set_shared(r->base, false);
+  t->second.size = 0;
 }
 
 void residency_make_room(int device, uint64_t bytes) {
@@ -616,6 +670,7 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   p.remove_region(base);
   ledger().set_resident(it->second.dev, p.resident_bytes());
   s.turns.remove(base);
+  if (it->second.prefetched) call_real(GMS_REAL(cuEventDestroy_v2), it->second.prefetched);
   s.tracked.erase(it);
   if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
     g_lo.store(~uintptr_t{0});

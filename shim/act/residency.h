@@ -23,6 +23,10 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = T
 // With `only_if`, only when it is true for `base` under the residency lock (a movable chunk that
 // holds nothing live: another thread may have placed an allocation there since).
 void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t) = nullptr);
+// The program advised the managed memory at `p` itself (cuMemAdvise): its own placement wins, so
+// the CPU's turns on that region are no longer watched (and a region kept on the host for them is
+// the planner's again).
+void residency_advised(uintptr_t p);
 // Evicts the least recently used tracked memory of `device` until `bytes` more fit in its budget
 // (nothing if they never could). For a new movable range, which is cheaper made on the device
 // than made on the host and brought in by the next launch.

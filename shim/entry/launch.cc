@@ -88,6 +88,7 @@ GMS_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CU
   GMS_NESTED(cuMemAdvise, p, n, advice, d);
   CUresult r = call_real(GMS_REAL(cuMemAdvise), p, n, advice, d);
   observe::call(Family::advise, ok(r), n);
+  if (ok(r)) act::residency_advised(addr(p));
   return r;
 }
 
@@ -95,5 +96,6 @@ GMS_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice,
   GMS_NESTED(cuMemAdvise_v2, p, n, advice, l);
   CUresult r = call_real(GMS_REAL(cuMemAdvise_v2), p, n, advice, l);
   observe::call(Family::advise, ok(r), n);
+  if (ok(r)) act::residency_advised(addr(p));
   return r;
 }

@@ -632,7 +632,13 @@ void push_from_backend(const Record& r) {
 }
 
 void begin() {
-  if (enabled()) start_if_idle();
+  if (!enabled() || !start_if_idle()) return;
+  // Another thread may be starting it (CUPTI loading): its counters must be on before the
+  // caller makes managed memory. Bounded: a start that hangs is not this caller's to wait for.
+  for (int i = 0; i < 10000 && g_state.load(std::memory_order_acquire) == kStarting; ++i) {
+    struct timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
 }
 
 void flush_device_records() {

@@ -178,7 +178,8 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
       continue;
     }
     region->um.add(e, k);
-    if (e.counter == k.htod) {
+    if (e.counter == k.htod && (e.cause == k.coherence || e.cause == k.speculative)) {
+      // Pulled in by a kernel's faults (a prefetch moves it whoever runs at the time).
       if (const KernelEvent* ke = running_at(e.t, e.device)) ++region->gpu_kernels[ke->name];
     } else if (e.counter == k.cpu_fault) {
       auto pc = region->cpu_pcs.find(static_cast<uint64_t>(e.value));

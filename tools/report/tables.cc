@@ -60,14 +60,13 @@ Table totals_table(const Report& r) {
   auto row = [&](std::string what, std::string value, std::string detail = "") {
     tab.rows.push_back({std::move(what), std::move(value), std::move(detail)});
   };
-  // CUPTI loses records of migrations on GPU faults when they come fast (CUDA 13.0 on an H200,
-  // CUPTI alone with no shim: a kernel of 264 blocks over 256 MiB left 40% to 60% of the
-  // migrations and no fault record, and said it dropped none; 16 blocks, every one): such a figure
-  // is a floor, and GPU faults none were recorded for are unknown, not zero.
+  // CUPTI loses records of migrations on GPU faults when they come fast, and says it dropped none
+  // (measured with CUPTI alone: tools/report/README.md): such a figure is a floor, and GPU faults
+  // none were recorded for are unknown, not zero.
   row("migrated host to device", bytes(t.um.htod),
       t.um.fault_htod > 0 ? "at least: " + bytes(t.um.fault_htod) + " on GPU faults, which CUPTI may undercount" : "");
-  // CPU faults with no migration record at all: on the H200 CUPTI recorded none for pages the CPU
-  // read back (it did for pages written), so the bytes are unknown, not zero.
+  // CPU faults with no migration record at all (CUPTI recorded none for pages the CPU read back,
+  // where it did for pages written): the bytes are unknown, not zero.
   if (t.um.dtoh == 0 && t.um.cpu_faults > 0) {
     row("migrated device to host", "unknown", "no record for " + counted(t.um.cpu_faults, "CPU fault", "CPU faults"));
   } else {

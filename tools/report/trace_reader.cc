@@ -257,9 +257,9 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
     e.cause = r.str("cause");
     e.access = r.str("access");
     e.device = r.device();
-    // CUPTI once gave CPU fault records whose value (the faulting instruction's address) summed to
-    // counts like 907,452,736,313,848,329: a record no driver can make is left out and said, never
-    // counted.
+    // A record no driver can make (a GPU fault record counting more faults than a group can
+    // hold, a migration of more than a machine's memory) is left out and said, never counted. A
+    // CPU fault's value is the faulting instruction's address: any value is possible there.
     const KnownIds& k = set.ids;
     const bool migration = e.counter == k.htod || e.counter == k.dtoh || e.counter == k.dtod;
     const char* why = migration && e.bytes > kMaxMigrationBytes                               ? "bytes"
