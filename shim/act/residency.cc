@@ -10,6 +10,7 @@
 
 #include "act/config.h"
 #include "act/cpu_pages.h"
+#include "act/turns.h"
 #include "act/swap.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -19,7 +20,6 @@
 #include "policy/lifetime.h"
 #include "policy/residency.h"
 #include "policy/step_learner.h"
-#include "policy/turns.h"
 #include "trace/trace.h"
 
 namespace gms::act {
@@ -42,16 +42,10 @@ struct State {
   struct Entry {
     int dev;    // its planner
     bool swap;  // movable memory (act/swap.h), else managed memory
-    // The program's own managed memory (Tracked::own): its size, when its pages were last
-    // sampled, and the planner's launch count when a launch last reported it to `turns`.
-    uint64_t size = 0;
-    uint64_t sampled_ns = 0;
-    uint64_t turn_seen = UINT64_MAX;
-    CUevent prefetched = nullptr;  // recorded after the planner's latest prefetch of it
   };
   std::unordered_map<uintptr_t, Entry> tracked;
-  // The CPU's turns on the program's own managed memory (policy/turns.h).
-  policy::TurnTracker turns;
+  // The CPU's turns on the program's own managed memory (act/turns.h).
+  TurnWatch turns;
   // GPUMEMSHIM_SWAP_FORECAST: how movable allocations end, the live ones, and per chunk how many
   // live allocations it holds and how many of them are expected to be freed unused.
   policy::LifetimeForecast forecast;
@@ -369,98 +363,23 @@ void as_unscanned() {
   t_uses.overflow = t_uses.unscanned = true;
 }
 
-// Pages sampled per look, and how often one region is looked at: a round of the CPU's turns takes
-// at least the time its faults take (about 1 us a page on the H200), so a look a millisecond
-// bounds the cost (some 10 us) for a program that launches thousands of kernels on one region.
-constexpr uint32_t kTurnSamples = 16;
-constexpr uint64_t kTurnLookNs = 1000000;
-
-// Caller holds s.mu, before the planner plans the launch. The program's own managed memory that
-// the launch uses: whether the CPU took it back since the last launch (its page table has the
-// sampled pages the planner had on the device), and what its turns decide (policy/turns.h).
+// Caller holds s.mu, before the planner plans the launch: the CPU's turns on the program's own
+// managed memory the launch uses (act/turns.h), and what they change for the planner.
 void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy::RegionId>& referenced, int dev,
                  CUstream stream, bool per_thread) {
-  uint64_t now = 0;
-  std::optional<driver::RelaxedCapture> relaxed;  // event queries and advice, beside another thread's capture
   for (policy::RegionId id : referenced) {
-    auto t = s.tracked.find(id);
-    if (t == s.tracked.end() || t->second.size == 0 || t->second.turn_seen == p.launches()) continue;
-    State::Entry& e = t->second;
-    e.turn_seen = p.launches();
-    if (!relaxed) relaxed.emplace();
-    const uint64_t resident = p.resident_bytes(id);
-    PageSample look;
-    // Only once the planner's last prefetch of it has run: before, the pages are still the CPU's
-    // because they have not left yet (a program that queues launches ahead of the GPU), not
-    // because the CPU took them back.
-    if (resident != 0 && s.turns.wants_sample(id) &&
-        (!e.prefetched || call_real(GMS_REAL(cuEventQuery), e.prefetched) == CUDA_SUCCESS)) {
-      if (now == 0) now = trace::monotonic_ns();
-      if (now - e.sampled_ns >= kTurnLookNs) {
-        look = sample_cpu_pages(id, resident, kTurnSamples);
-        e.sampled_ns = now;
-      }
-    }
-    const policy::TurnAction a = s.turns.launched(id, look.cpu, look.samples, resident != 0);
-    if (a == policy::TurnAction::none) continue;
-    Stats& st = runtime_stats();
-    const CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0}, gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
-    const CUdeviceptr va = static_cast<CUdeviceptr>(id);
-    const char* what = "";
-    const char* why = "";
-    switch (a) {
-      case policy::TurnAction::bring_back:
-        p.mark_on_host(id);  // prefetched again below, at the link's rate rather than on faults
-        st.decision(Decision::cpu_turns, resident);
-        what = "cpu_turn", why = "the CPU took it back since the last launch: prefetched again, not faulted in";
+    switch (s.turns.before_launch(id, p.resident_bytes(id), p.launches(), dev, stream, per_thread)) {
+      case TurnWatch::Planner::on_host:
+        p.mark_on_host(id);
         break;
-      case policy::TurnAction::place_on_host:
-        // What is still on the device goes to the host with it: the planner counts none of it.
-        if (call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host) != CUDA_SUCCESS ||
-            call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu) != CUDA_SUCCESS ||
-            move(id, e.size, host, stream, per_thread) != CUDA_SUCCESS) {
-          // Not placed: the region is left to the planner and no longer watched.
-          call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
-          call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
-          s.turns.remove(id);
-          e.size = 0;
-          continue;
-        }
+      case TurnWatch::Planner::shared:
         p.set_shared(id, true);
-        st.decision(Decision::shared_host, e.size);
-        what = "share_host", why = "the CPU and the GPU take turns on it: kept on the host, kernels reach it over the link";
         break;
-      case policy::TurnAction::place_back:
-        call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, host);
-        call_real(GMS_REAL(cuMemAdvise_v2), va, e.size, CU_MEM_ADVISE_UNSET_ACCESSED_BY, gpu);
+      case TurnWatch::Planner::unshared:
         p.set_shared(id, false);
-        st.decision(Decision::shared_probe, e.size);
-        what = "share_probe", why = "whether the CPU's turns go on: on the device again until the CPU takes it";
         break;
-      case policy::TurnAction::none:
+      case TurnWatch::Planner::nothing:
         break;
-    }
-    if (trace::enabled()) trace::decision(what, id, a == policy::TurnAction::bring_back ? resident : e.size, dev, why);
-  }
-}
-
-// Caller holds s.mu, after the launch's moves are queued on `stream`: an event after the prefetch of
-// each watched region (watch_turns samples its pages only once it has run).
-void mark_prefetched(State& s, const std::vector<policy::Action>& actions, CUstream stream, bool per_thread) {
-  for (const policy::Action& a : actions) {
-    if (a.kind != policy::ActionKind::prefetch_to_device) continue;
-    auto t = s.tracked.find(a.region);
-    if (t == s.tracked.end() || t->second.size == 0) continue;
-    State::Entry& e = t->second;
-    if (!e.prefetched &&
-        call_real(GMS_REAL(cuEventCreate), &e.prefetched, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
-      e.prefetched = nullptr;
-      continue;
-    }
-    if (call_real(GMS_REAL(cuEventRecord), e.prefetched, driver::stream_handle(stream, per_thread)) != CUDA_SUCCESS) {
-      // Without it a sample could read pages that have not left yet: stop watching this region.
-      s.turns.remove(a.region);
-      e.size = 0;
     }
   }
 }
@@ -501,7 +420,11 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
   // in between the synchronisation and the remaps.
   carry_out(s, actions, dev, stream, per_thread, early, false, following != nullptr);
-  if (!s.turns.empty()) mark_prefetched(s, actions, stream, per_thread);
+  if (!s.turns.empty()) {
+    for (const policy::Action& a : actions) {
+      if (a.kind == policy::ActionKind::prefetch_to_device) s.turns.prefetched(a.region, stream, per_thread);
+    }
+  }
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
   if (!actions.empty()) swap::fit_spares(dev, 0);
@@ -548,8 +471,8 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   p.add_region(base, size, resident);
   if (what == Tracked::streamed) p.set_streamed(base, true);
   ledger().set_resident(device, p.resident_bytes());
-  s.tracked[base] = State::Entry{device, swap, what == Tracked::own ? size : 0};
-  if (what == Tracked::own) s.turns.add(base, size);
+  s.tracked[base] = State::Entry{device, swap};
+  if (what == Tracked::own) s.turns.track(base, size);
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
   uintptr_t lo = g_lo.load(), hi = g_hi.load();
   if (base < lo) g_lo.store(base);
@@ -564,10 +487,7 @@ void residency_advised(uintptr_t p) {
   State& s = state();
   std::lock_guard lock(s.mu);
   auto t = s.tracked.find(r->base);
-  if (t == s.tracked.end() || t->second.size == 0) return;
-  s.turns.remove(r->base);
-  planner(s, t->second.dev).set_shared(r->base, false);
-  t->second.size = 0;
+  if (t != s.tracked.end() && s.turns.advised(r->base)) planner(s, t->second.dev).set_shared(r->base, false);
 }
 
 void residency_make_room(int device, uint64_t bytes) {
@@ -669,8 +589,7 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   policy::ResidencyPlanner& p = planner(s, it->second.dev);
   p.remove_region(base);
   ledger().set_resident(it->second.dev, p.resident_bytes());
-  s.turns.remove(base);
-  if (it->second.prefetched) call_real(GMS_REAL(cuEventDestroy_v2), it->second.prefetched);
+  s.turns.forget(base);
   s.tracked.erase(it);
   if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
     g_lo.store(~uintptr_t{0});
