@@ -367,6 +367,7 @@ void as_unscanned() {
 // managed memory the launch uses (act/turns.h), and what they change for the planner.
 void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy::RegionId>& referenced, int dev,
                  CUstream stream, bool per_thread) {
+  if (s.turns.empty()) return;
   for (policy::RegionId id : referenced) {
     switch (s.turns.before_launch(id, p.resident_bytes(id), p.launches(), dev, stream, per_thread)) {
       case TurnWatch::Planner::on_host:
@@ -461,7 +462,8 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   if (!swap && (placement_config().policy == policy::PolicyKind::off || options().prefetch == Prefetch::off)) return;
   if (device < 0 || device >= kMaxDevices) return;
   ShimScope scope;
-  // Before the lock: the first time, trying it synchronises the device.
+  // Before the lock: the first time, the check makes managed memory of its own and waits for a
+  // prefetch of it on a stream of its own.
   if (what == Tracked::own && (size < policy::TurnsConfig{}.min_bytes || !cpu_pages_follow_managed(device))) {
     what = Tracked::managed;
   }
