@@ -40,17 +40,17 @@ std::string torch_alloc_conf(const char* user) {
     const std::string_view value = colon == std::string_view::npos ? std::string_view() : trim(items[i].substr(colon + 1));
     if (key == "backend") return {};  // the program chose its backend
     if (key == "expandable_segments") {
-      if (!equals_ci(value, "true") && value != "1") return {};
-      expandable = i;
+      if (colon == std::string_view::npos) return {};  // malformed: PyTorch's own error
+      if (equals_ci(value, "true") || value == "1") expandable = i;
     }
   }
-  if (expandable == items.size()) return {};
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].empty()) continue;
     if (!out.empty()) out += ',';
     out += i == expandable ? kAsync : items[i];
   }
+  if (expandable == items.size()) out += out.empty() ? std::string(kAsync) : "," + std::string(kAsync);
   return out;
 }
 

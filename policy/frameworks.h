@@ -18,7 +18,10 @@ namespace gms::policy {
 //   training step ran several times slower with them (docs/design/policies.md, "Frameworks'
 //   allocators"). What they are for (room past fragmentation, no out-of-memory) is what the
 //   movable memory already gives.
-// - anything else (another backend, expandable segments off, other options only): left alone.
+// - other options only (an empty value too, which a script's `export PYTORCH_CUDA_ALLOC_CONF=`
+//   leaves): backend:cudaMallocAsync added. With the native allocator, an empty value made a
+//   training step past the budget 2.7x slower (docs/benchmarks.md, "Expandable segments").
+// - a backend chosen, or a malformed expandable_segments entry: left alone.
 std::string torch_alloc_conf(const char* user);
 
 }  // namespace gms::policy

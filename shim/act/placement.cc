@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -103,8 +104,9 @@ void placement_init() {
     setenv(name, value.c_str(), 1);
     Line l;
     l.str(name).chr('=').str(value.c_str());
-    l.str(user ? " (expandable segments replaced: past the budget they are read over the link, never moved)"
-               : ", so that PyTorch frees what it frees");
+    l.str(user && std::strstr(user, "expandable_segments")
+              ? " (expandable segments replaced: past the budget they are read over the link, never moved)"
+              : ", so that PyTorch frees what it frees");
     log(LogLevel::info, l);
   };
   const char* cuda_conf = env_value(Env::pytorch_cuda_alloc_conf);

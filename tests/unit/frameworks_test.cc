@@ -18,13 +18,17 @@ TEST(TorchAllocConf, ExpandableSegmentsBecomeTheAsyncBackendKeepingTheRest) {
             "max_split_size_mb:128,backend:cudaMallocAsync,pinned_use_cuda_host_register:True");
 }
 
-TEST(TorchAllocConf, AnythingElseIsLeftAlone) {
-  EXPECT_EQ(torch_alloc_conf("expandable_segments:False"), "");
+TEST(TorchAllocConf, OtherOptionsGetTheAsyncBackendAdded) {
+  EXPECT_EQ(torch_alloc_conf(""), "backend:cudaMallocAsync") << "an empty value is nothing set";
+  EXPECT_EQ(torch_alloc_conf("  "), "backend:cudaMallocAsync");
+  EXPECT_EQ(torch_alloc_conf("max_split_size_mb:128"), "max_split_size_mb:128,backend:cudaMallocAsync");
+  EXPECT_EQ(torch_alloc_conf("expandable_segments:False"), "expandable_segments:False,backend:cudaMallocAsync");
+}
+
+TEST(TorchAllocConf, AChosenBackendIsLeftAlone) {
   EXPECT_EQ(torch_alloc_conf("backend:native,expandable_segments:True"), "");
   EXPECT_EQ(torch_alloc_conf("expandable_segments:True,backend:native"), "");
   EXPECT_EQ(torch_alloc_conf("backend:cudaMallocAsync"), "");
-  EXPECT_EQ(torch_alloc_conf("max_split_size_mb:128"), "");
-  EXPECT_EQ(torch_alloc_conf(""), "");
   EXPECT_EQ(torch_alloc_conf("expandable_segments"), "") << "no value: PyTorch's business";
 }
 
