@@ -10,8 +10,10 @@
 
 #include "act/config.h"
 #include "act/cpu_pages.h"
+#include "act/layouts.h"
 #include "act/turns.h"
 #include "act/swap.h"
+#include "act/tables.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -30,14 +32,8 @@ constexpr int kMaxDevices = DeviceLedger::kMaxDevices;
 // Launches an early candidate must have been idle for: the launch just before may still run.
 constexpr uint64_t kEarlyMinIdle = 2;
 
-struct Param {
-  uint32_t offset;
-  uint32_t size;
-};
-
 struct State {
   std::mutex mu;  // guards everything below
-  std::unordered_map<CUfunction, std::vector<Param>> layouts;
   policy::ResidencyPlanner* planners[kMaxDevices] = {};
   struct Entry {
     int dev;    // its planner
@@ -124,9 +120,6 @@ void trace_region(uintptr_t base) {
   t_trace.regions[t_trace.n++] = base;
 }
 
-// The cheap filter in front of registry lookups: the span of addresses of tracked regions.
-std::atomic<uintptr_t> g_lo{~uintptr_t{0}};
-std::atomic<uintptr_t> g_hi{0};
 
 bool learning() { return options().swap_learn.value && movable_policy(); }
 
@@ -146,44 +139,24 @@ policy::ResidencyPlanner& planner(State& s, int dev) {
   return *s.planners[dev];
 }
 
-// Caller holds s.mu.
-const std::vector<Param>& layout(State& s, CUfunction f) {
-  auto it = s.layouts.find(f);
-  if (it != s.layouts.end()) return it->second;
-  std::vector<Param> params;
-  // The CUDA runtime launches library-managed kernels: a CUkernel handle passed where a CUfunction
-  // goes, which cuFuncGetParamInfo does not accept. Ask the one that answers for index 0.
-  bool as_kernel = false;
-  size_t off = 0, size = 0;
-  if (call_real(GMS_REAL(cuFuncGetParamInfo), f, size_t{0}, &off, &size) != CUDA_SUCCESS) {
-    as_kernel = call_real(GMS_REAL(cuKernelGetParamInfo), reinterpret_cast<CUkernel>(f), size_t{0}, &off, &size) ==
-                CUDA_SUCCESS;
-  }
-  for (size_t i = 0; i < 4096; ++i) {
-    CUresult r = as_kernel ? call_real(GMS_REAL(cuKernelGetParamInfo), reinterpret_cast<CUkernel>(f), i, &off, &size)
-                           : call_real(GMS_REAL(cuFuncGetParamInfo), f, i, &off, &size);
-    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
-    if (r != CUDA_SUCCESS) {
-      static const std::vector<Param> kUnknown;  // a failed query: not kept, this launch unscanned
-      return kUnknown;
-    }
-    params.push_back(Param{static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
-  }
-  if (params.empty() && log_enabled(LogLevel::debug)) {
-    Line l;
-    l.str("no parameter layout for function ").hex(reinterpret_cast<uintptr_t>(f)).str(": its launches are not scanned");
-    log(LogLevel::debug, l);
-  }
-  return s.layouts.emplace(f, std::move(params)).first->second;
-}
+
+// A launch's argument words, kept for the pointer tables (act/tables.h) under scan order: all of
+// them, and those that point into movable memory.
+struct Words {
+  std::vector<uintptr_t> all;
+  std::vector<uintptr_t> movable;
+};
 
 // Adds to `out` the tracked regions of this device that `w` points into, if any.
-void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::vector<policy::RegionId>& out) {
+void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::vector<policy::RegionId>& out,
+               Words* words = nullptr) {
+  if (words) words->all.push_back(w);
   if (w < lo || w >= hi) return;
   auto r = cuda_regions().find(w);
   if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
   trace_region(r->base);
   if (r->placement == Placement::swap) {
+    if (words) words->movable.push_back(w);
     // Movable memory: the regions are the chunks the allocation lies in.
     for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
       auto d = s.tracked.find(c);
@@ -199,7 +172,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
 // a texture object of this device, also for the memory the texture reads. (A number that happens
 // to equal a handle costs a needless move at worst.)
 void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
-                std::vector<policy::RegionId>& out) {
+                std::vector<policy::RegionId>& out, Words* words = nullptr) {
   const auto& textures = s.textures[dev];
   for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
     uintptr_t w;
@@ -208,7 +181,7 @@ void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, in
       auto t = textures.find(w);
       if (t != textures.end()) scan_word(t->second, lo, hi, dev, s, out);
     }
-    scan_word(w, lo, hi, dev, s, out);
+    scan_word(w, lo, hi, dev, s, out, words);
   }
 }
 
@@ -388,8 +361,10 @@ void watch_turns(State& s, policy::ResidencyPlanner& p, const std::vector<policy
 // Caller holds s.mu. The launch (or copy, or memset) on `stream` uses the tracked regions
 // `referenced`: the planner's moves for it, and under scan order what it waits for and marks.
 // False when nothing was done (nothing referenced, or the stream is being captured).
-bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int dev, CUstream stream, bool per_thread) {
-  if (referenced.empty()) return false;
+// `ordered`: regions a pointer table may reach (act/tables.h): marked and awaited, not planned.
+bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int dev, CUstream stream, bool per_thread,
+                 const std::vector<policy::RegionId>& ordered = {}) {
+  if (referenced.empty() && ordered.empty()) return false;
   if (driver::stream_capturing(stream, per_thread)) {
     if (parking()) as_unscanned();  // no moves into a graph, but no parked chunk for the kernel either
     return false;
@@ -432,7 +407,9 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   if (options().swap_order == SwapOrder::scan) {
     t_uses.n = 0;
     t_uses.overflow = t_uses.unscanned = false;
-    for (policy::RegionId id : referenced) {
+    std::vector<policy::RegionId> uses = referenced;
+    uses.insert(uses.end(), ordered.begin(), ordered.end());
+    for (policy::RegionId id : uses) {
       auto t = s.tracked.find(id);
       if (t == s.tracked.end() || !t->second.swap ||
           std::find(t_uses.bases, t_uses.bases + t_uses.n, id) != t_uses.bases + t_uses.n) {
@@ -476,9 +453,9 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   s.tracked[base] = State::Entry{device, swap};
   if (what == Tracked::own) s.turns.track(base, size);
   g_tracked_regions.fetch_add(1, std::memory_order_relaxed);
-  uintptr_t lo = g_lo.load(), hi = g_hi.load();
-  if (base < lo) g_lo.store(base);
-  if (base + size > hi) g_hi.store(base + size);
+  uintptr_t lo = g_tracked_lo.load(), hi = g_tracked_hi.load();
+  if (base < lo) g_tracked_lo.store(base);
+  if (base + size > hi) g_tracked_hi.store(base + size);
 }
 
 void residency_advised(uintptr_t p) {
@@ -594,8 +571,8 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   s.turns.forget(base);
   s.tracked.erase(it);
   if (g_tracked_regions.fetch_sub(1, std::memory_order_relaxed) == 1) {
-    g_lo.store(~uintptr_t{0});
-    g_hi.store(0);
+    g_tracked_lo.store(~uintptr_t{0});
+    g_tracked_hi.store(0);
   }
 }
 
@@ -621,7 +598,7 @@ uintptr_t texture_gone(CUtexObject tex) {
   return base;
 }
 
-std::atomic<uint64_t> g_tracked_regions{0};
+
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;
 
@@ -652,15 +629,17 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     }
     return;
   }
-  uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
+  uintptr_t lo = g_tracked_lo.load(std::memory_order_relaxed), hi = g_tracked_hi.load(std::memory_order_relaxed);
   State& s = state();
   {
     std::lock_guard lock(s.mu);
     QueueWindow window;  // after the moves, before the lock goes
     if (!params && !extra) return;
-    std::vector<policy::RegionId> referenced;
+    std::vector<policy::RegionId> referenced, ordered;
+    Words words;
+    Words* tables = tables::active() ? &words : nullptr;
     if (params) {
-      const std::vector<Param>& params_layout = layout(s, f);
+      const std::vector<Param>& params_layout = kernel_layout(f);
       if (params_layout.empty() && movable_policy() && options().swap_order == SwapOrder::scan &&
           (parking() || !driver::stream_capturing(stream, per_thread))) {
         // No layout (or no parameters): the kernel may use any movable memory.
@@ -668,7 +647,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
-        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced);
+        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced, tables);
       }
     } else {
       // CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE: one packed buffer, laid out by the same offsets.
@@ -678,9 +657,20 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = static_cast<const unsigned char*>(e[1]);
         if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) std::memcpy(&size, e[1], sizeof(size));
       }
-      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced);
+      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced, tables);
     }
-    const bool used = prepare_use(s, referenced, dev, stream, per_thread);
+    if (tables) {
+      // What the tables among the arguments point to: used or ordered like the arguments.
+      tables::Reached reached;
+      tables::at_launch(f, words.all, words.movable, &reached);
+      if (reached.anything) {
+        as_unscanned();
+        return;
+      }
+      for (uintptr_t w : reached.used) scan_word(w, lo, hi, dev, s, referenced);
+      for (uintptr_t w : reached.ordered) scan_word(w, lo, hi, dev, s, ordered);
+    }
+    const bool used = prepare_use(s, referenced, dev, stream, per_thread, ordered);
     bring_ahead(s, dev, stream, per_thread);
     if (!used) return;
   }
@@ -733,7 +723,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
     as_unscanned();
     return true;
   }
-  uintptr_t lo = g_lo.load(std::memory_order_relaxed), hi = g_hi.load(std::memory_order_relaxed);
+  uintptr_t lo = g_tracked_lo.load(std::memory_order_relaxed), hi = g_tracked_hi.load(std::memory_order_relaxed);
   State& s = state();
   std::lock_guard lock(s.mu);
   QueueWindow window;
@@ -749,7 +739,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
 
 void before_pointer_query_slow(uintptr_t p) {
   if (!movable_policy() || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
-  if (p < g_lo.load(std::memory_order_relaxed) || p >= g_hi.load(std::memory_order_relaxed)) return;
+  if (p < g_tracked_lo.load(std::memory_order_relaxed) || p >= g_tracked_hi.load(std::memory_order_relaxed)) return;
   swap::unpark(p);
 }
 
@@ -795,6 +785,7 @@ void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
     t_uses.unscanned = false;
   }
   swap::end_queue();  // after the marks: a waiting round finds them
+  tables::after_launch(stream, per_thread, launched);
 }
 
 }  // namespace gms::act

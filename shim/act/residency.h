@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "act/tracked.h"
 #include "driver/cuda_driver.h"
 #include "trace/trace.h"
 
@@ -47,8 +48,7 @@ bool residency_on_host(uintptr_t base);
 void texture_made(CUtexObject tex, uintptr_t base);
 uintptr_t texture_gone(CUtexObject tex);
 
-// Managed regions tracked (any device): what the inline hooks below test first.
-extern std::atomic<uint64_t> g_tracked_regions;
+// The inline hooks below test g_tracked_regions (act/tracked.h) first.
 
 // Before a pointer query at `p` (the hooks of cuPointerGetAttribute(s), cuMemGetAddressRange):
 // movable memory parked there is mapped first (act/swap.h, unpark). One atomic load, inline, when

@@ -5,6 +5,7 @@
 #include "act/copy.h"
 #include "act/placement.h"
 #include "act/residency.h"
+#include "act/tables.h"
 #include "common.h"
 #include "trace/trace.h"
 
@@ -72,6 +73,7 @@ CUresult host_device_copy(act::HostCopyDir dir, const void* host_ptr, CUdevicept
     r = real();
   }
   observe::copy_call(ok(r), n);
+  if (ok(r) && dir == act::HostCopyDir::htod) act::tables::host_wrote(addr(dev_ptr), host_ptr, n);
   if (ok(r)) {
     bool in = dir == act::HostCopyDir::htod;
     observe::copy_classified(in ? observe::PtrKind::device : hk, in ? hk : observe::PtrKind::device, n, false);
@@ -106,7 +108,23 @@ CUresult unified_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, bool 
   CUresult r = real();
   observe::copy_call(ok(r), n);
   if (ok(r)) observe::copy_classified(dk, sk, n, false);
+  if (ok(r) && dk == observe::PtrKind::device) {
+    if (sk == observe::PtrKind::pinned) act::tables::host_wrote(addr(d), reinterpret_cast<const void*>(s), n);
+    if (sk == observe::PtrKind::device) act::tables::device_copied(addr(d), addr(s), n);
+  }
   return r;
+}
+
+// A device-to-device copy: counted, and what it carries of pointer tables (act/tables.h).
+void device_copy(CUresult r, CUdeviceptr d, CUdeviceptr s, size_t n) {
+  linear_copy(r, dev(d), dev(s), n, false);
+  if (ok(r)) act::tables::device_copied(addr(d), addr(s), n);
+}
+
+// A memset of `bytes`: counted; a pointer table there holds no addresses any more.
+void memset_done(CUresult r, CUdeviceptr d, uint64_t bytes) {
+  observe::call(Family::memset, ok(r), bytes);
+  if (ok(r)) act::tables::cleared(addr(d), bytes);
 }
 
 void copy_2d(CUresult r, const CUDA_MEMCPY2D* c) {
@@ -203,8 +221,8 @@ using namespace gms::entry;
   unified_copy(d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
 #define GMS_ANY_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), \
   unified_copy(d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
-#define GMS_DTOD(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), linear_copy(r, dev(d), dev(s), n, false))
-#define GMS_DTOD_A(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), linear_copy(r, dev(d), dev(s), n, false))
+#define GMS_DTOD(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), device_copy(r, d, s, n))
+#define GMS_DTOD_A(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), device_copy(r, d, s, n))
 GMS_HTOD(cuMemcpyHtoD_v2, false)
 GMS_HTOD(cuMemcpyHtoD_v2_ptds, true)
 GMS_DTOH(cuMemcpyDtoH_v2, false)
@@ -303,10 +321,10 @@ GMS_BATCH3D_130(cuMemcpy3DBatchAsync_v2_ptsz)
 // Memsets: counted by the bytes they write.
 #define GMS_MEMSET(sym, T, W, PT)                                                                               \
   GMS_USES_HOOK(sym, (CUdeviceptr d, T v, size_t n), (d, v, n), (addr(d), 0, nullptr, PT),                      \
-                observe::call(Family::memset, ok(r), n * (W)))
+                memset_done(r, d, n * (W)))
 #define GMS_MEMSET_A(sym, T, W, PT)                                                                                 \
   GMS_USES_HOOK(sym, (CUdeviceptr d, T v, size_t n, CUstream st), (d, v, n, st), (addr(d), 0, st, PT),             \
-                observe::call(Family::memset, ok(r), n * (W)))
+                memset_done(r, d, n * (W)))
 #define GMS_MEMSET2D(sym, T, W, PT)                                                                        \
   GMS_USES_HOOK(sym, (CUdeviceptr d, size_t pitch, T v, size_t w, size_t h), (d, pitch, v, w, h),          \
                 (addr(d), 0, nullptr, PT), observe::call(Family::memset, ok(r), w * (W) * h))

@@ -802,7 +802,12 @@ class PreloadPlacement(PreloadCase):
                          "cuda_async|max_split_size_mb:64,backend:cudaMallocAsync")
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
                          "cuda_async|expandable_segments:True")
-        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"}), "cuda_async|max_split_size_mb:64")
+        # Other options get the backend added; an empty value (a script's `export VAR=`) too; a
+        # chosen backend is left alone.
+        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"}),
+                         "cuda_async|max_split_size_mb:64,backend:cudaMallocAsync")
+        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": ""}), "cuda_async|backend:cudaMallocAsync")
+        self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "backend:native"}), "cuda_async|backend:native")
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}), "platform|backend:cudaMallocAsync")
 
     def test_pools_under_the_budget(self):
@@ -970,6 +975,16 @@ class PreloadSwap(PreloadCase):
         self.assertIn("swap tex ok", run.stdout)
         s = self.only_stats(run)
         self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 3, "a, b and c brought in for the kernels")
+        self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+
+    def test_pointer_tables_at_parked_memory(self):
+        # Kernels reaching parked chunks only through tables of their addresses (one filled by a
+        # copy from the host, one written by a kernel) find them mapped: the program checks every
+        # word, and without the shim taking the tables' addresses for uses its kernel faults.
+        run = self.run_program("swap_tables", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
+        self.assertIn("swap tables ok", run.stdout)
+        s = self.only_stats(run)
+        self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 4, "a and b, then c and d brought in through tables")
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order_checks_fail_in_context_order(self):

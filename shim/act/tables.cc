@@ -1,0 +1,216 @@
+#include "act/tables.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "act/config.h"
+#include "act/tracked.h"
+#include "core/guard.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/runtime.h"
+#include "driver/calls.h"
+#include "policy/pointer_tables.h"
+
+namespace gms::act::tables {
+namespace {
+
+using driver::call_real;
+
+// What a function does with the small buffers it is given, once learnt.
+enum class Writes : uint8_t { unknown, no, tables };
+
+struct State {
+  std::mutex mu;  // guards everything below; taken inside the residency lock, never around it
+  policy::PointerTables tables;
+  std::unordered_map<CUfunction, Writes> functions;
+};
+
+State& state() {
+  static NoDestructor<State> s;
+  return *s;
+}
+
+// The calling thread's launch whose small buffers are to be read after it (at most one pending).
+struct Check {
+  static constexpr size_t kMax = 8;
+  CUfunction f;
+  uintptr_t base[kMax];
+  uint64_t size[kMax];
+  uint32_t n;
+  bool pending;
+};
+thread_local Check t_check __attribute__((tls_model("initial-exec"))) = {};
+
+// Whether `w` points into movable memory; `base`/`size`: the allocation's.
+bool movable_at(uintptr_t w) {
+  if (w < g_tracked_lo.load(std::memory_order_relaxed) || w >= g_tracked_hi.load(std::memory_order_relaxed)) return false;
+  auto r = cuda_regions().find(w);
+  return r && r->placement == Placement::swap;
+}
+
+// The movable addresses among the words of `bytes` read from a buffer.
+std::vector<policy::PointerTables::Word> addresses_in(const unsigned char* p, uint64_t bytes) {
+  std::vector<policy::PointerTables::Word> out;
+  for (uint64_t k = 0; k + sizeof(uintptr_t) <= bytes; k += sizeof(uintptr_t)) {
+    uintptr_t w;
+    std::memcpy(&w, p + k, sizeof(w));
+    if (movable_at(w)) out.push_back({k, w});
+  }
+  return out;
+}
+
+// The buffer's region, if it still is the allocation the table was learnt in.
+bool same_allocation(uintptr_t w, uint64_t base, uint64_t size) {
+  auto r = cuda_regions().find(w);
+  return r && r->base == base && r->size == size;
+}
+
+// Waits (a bounded time) for the event; false if the work is not over by then, as when it waits
+// for something the program does after the launch.
+bool wait_bounded(CUevent e) {
+  for (int i = 0; i < 200; ++i) {
+    CUresult q = call_real(GMS_REAL(cuEventQuery), e);
+    if (q == CUDA_SUCCESS) return true;
+    if (q != CUDA_ERROR_NOT_READY) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return false;
+}
+
+}  // namespace
+
+bool active() {
+  return options().swap_order == SwapOrder::scan && movable_policy() &&
+         g_tracked_regions.load(std::memory_order_relaxed) != 0;
+}
+
+void host_wrote(uintptr_t dst, const void* src, size_t n) {
+  if (!active() || !src) return;
+  State& s = state();
+  ShimScope scope;
+  const policy::PointerTablesConfig& cfg = s.tables.config();
+  auto r = cuda_regions().find(dst);
+  if (!r || r->kind == MemKind::pinned_host || r->kind == MemKind::registered_host || dst + n > r->end()) return;
+  std::vector<policy::PointerTables::Word> words;
+  if (n <= cfg.max_copy_bytes) words = addresses_in(static_cast<const unsigned char*>(src), n);
+  const uint64_t offset = dst - r->base;
+  for (auto& w : words) w.offset += offset;
+  std::lock_guard lock(s.mu);
+  // A large copy is data: it holds no table's addresses any more (stored with none found).
+  s.tables.stored(r->base, r->size, offset, n, words);
+}
+
+void device_copied(uintptr_t dst, uintptr_t src, size_t n) {
+  if (!active()) return;
+  State& s = state();
+  ShimScope scope;
+  auto d = cuda_regions().find(dst);
+  auto f = cuda_regions().find(src);
+  if (!d || dst + n > d->end()) return;
+  std::lock_guard lock(s.mu);
+  if (s.tables.empty()) return;
+  if (!f) {
+    s.tables.cleared(d->base, dst - d->base, n);
+    return;
+  }
+  s.tables.copied(d->base, d->size, dst - d->base, f->base, src - f->base, n);
+}
+
+void cleared(uintptr_t dst, size_t n) {
+  if (!active()) return;
+  State& s = state();
+  ShimScope scope;
+  auto d = cuda_regions().find(dst);
+  if (!d) return;
+  std::lock_guard lock(s.mu);
+  if (!s.tables.empty()) s.tables.cleared(d->base, dst - d->base, n);
+}
+
+void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  if (!s.tables.empty()) {
+    uint64_t seen[16];
+    size_t n_seen = 0;
+    for (uintptr_t w : words) {
+      uint64_t base = 0, size = 0;
+      const policy::PointerTables::Reach* r = s.tables.reach(w, &base, &size);
+      if (!r || std::find(seen, seen + n_seen, base) != seen + n_seen) continue;
+      if (!same_allocation(w, base, size)) {
+        s.tables.freed(base);  // freed since (and maybe made again): what it held is gone
+        continue;
+      }
+      if (n_seen < 16) seen[n_seen++] = base;
+      out->used.insert(out->used.end(), r->stored.begin(), r->stored.end());
+      out->ordered.insert(out->ordered.end(), r->maybe.begin(), r->maybe.end());
+      out->anything = out->anything || r->anything;
+    }
+  }
+  if (movable.empty()) return;
+  Writes& writes = s.functions[f];
+  if (writes == Writes::no || (writes == Writes::unknown && t_check.pending)) return;
+  // The small buffers of ordinary device memory the kernel is given.
+  Check c{};
+  c.f = f;
+  for (uintptr_t w : words) {
+    if (c.n == Check::kMax) break;
+    if (std::find(movable.begin(), movable.end(), w) != movable.end()) continue;
+    auto r = cuda_regions().find(w);
+    if (!r || r->kind != MemKind::device || r->placement == Placement::swap || r->device < 0 ||
+        r->size > s.tables.config().max_table_bytes || std::find(c.base, c.base + c.n, r->base) != c.base + c.n) {
+      continue;
+    }
+    c.base[c.n] = r->base;
+    c.size[c.n++] = r->size;
+  }
+  if (c.n == 0) return;
+  if (writes == Writes::tables) {
+    for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], movable);
+    return;
+  }
+  c.pending = true;
+  t_check = c;
+}
+
+void after_launch(CUstream stream, bool per_thread, bool launched) {
+  if (!t_check.pending) return;
+  const Check c = t_check;
+  t_check.pending = false;
+  if (!launched) return;
+  ShimScope scope;
+  if (driver::stream_capturing(stream, per_thread)) return;  // learnt at a later launch
+  CUevent e = nullptr;
+  if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return;
+  const bool over = call_real(GMS_REAL(cuEventRecord), e, driver::stream_handle(stream, per_thread)) == CUDA_SUCCESS &&
+                    wait_bounded(e);
+  call_real(GMS_REAL(cuEventDestroy_v2), e);
+  if (!over) return;
+  constexpr uint64_t kRead = 64 << 10;  // a table starts its buffer
+  std::vector<unsigned char> bytes;
+  bool writes = false;
+  State& s = state();
+  for (uint32_t i = 0; i < c.n; ++i) {
+    const uint64_t n = std::min(c.size[i], kRead);
+    bytes.resize(n);
+    if (call_real(GMS_REAL(cuMemcpyDtoH_v2), bytes.data(), static_cast<CUdeviceptr>(c.base[i]), n) != CUDA_SUCCESS) return;
+    std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n);
+    if (words.empty()) continue;
+    writes = true;
+    std::lock_guard lock(s.mu);
+    s.tables.stored(c.base[i], c.size[i], 0, n, words);
+  }
+  std::lock_guard lock(s.mu);
+  s.functions[c.f] = writes ? Writes::tables : Writes::no;
+  if (writes && log_enabled(LogLevel::debug)) {
+    Line l;
+    l.str("function ").hex(reinterpret_cast<uintptr_t>(c.f)).str(" writes addresses of movable memory into buffers it is given: its readers use them");
+    log(LogLevel::debug, l);
+  }
+}
+
+}  // namespace gms::act::tables
