@@ -1,4 +1,4 @@
-// Kernel and graph launches, and the unified-memory hints (observed only, for now).
+// Kernel and graph launches, stream memory operations, and the unified-memory hints (observed only, for now).
 #include "act/residency.h"
 #include "common.h"
 
@@ -44,6 +44,32 @@ GMS_LAUNCH_EX(cuLaunchKernelEx, false)
 GMS_LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 GMS_GRAPH(cuGraphLaunch)
 GMS_GRAPH(cuGraphLaunch_ptsz)
+
+// Stream memory operations write or wait on one word: under scan order planned and marked like a
+// memset of it, so that no move meets the write mid-copy (act::TransferScope). A batch, whose
+// words the hook does not list, is work no scan sees.
+#define GMS_STREAM_VALUE(sym, T, PTSZ)                                                  \
+  GMS_EXPORT CUresult sym(CUstream st, CUdeviceptr a, T v, unsigned int flags) {        \
+    GMS_NESTED(sym, st, a, v, flags);                                                   \
+    act::TransferScope uses(static_cast<uintptr_t>(a), 0, st, PTSZ);                    \
+    return call_real(GMS_REAL(sym), st, a, v, flags);                                   \
+  }
+#define GMS_STREAM_BATCH(sym)                                                                          \
+  GMS_EXPORT CUresult sym(CUstream st, unsigned int n, CUstreamBatchMemOpParams* ops, unsigned int flags) { \
+    GMS_NESTED(sym, st, n, ops, flags);                                                                \
+    act::UnscannedScope unscanned;                                                                     \
+    return call_real(GMS_REAL(sym), st, n, ops, flags);                                                \
+  }
+GMS_STREAM_VALUE(cuStreamWriteValue32_v2, cuuint32_t, false)
+GMS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, cuuint32_t, true)
+GMS_STREAM_VALUE(cuStreamWriteValue64_v2, cuuint64_t, false)
+GMS_STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, cuuint64_t, true)
+GMS_STREAM_VALUE(cuStreamWaitValue32_v2, cuuint32_t, false)
+GMS_STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, cuuint32_t, true)
+GMS_STREAM_VALUE(cuStreamWaitValue64_v2, cuuint64_t, false)
+GMS_STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, cuuint64_t, true)
+GMS_STREAM_BATCH(cuStreamBatchMemOp_v2)
+GMS_STREAM_BATCH(cuStreamBatchMemOp_v2_ptsz)
 
 // A kernel reads a texture's memory through the object's handle, which the launch scan takes for
 // the memory it names: a linear or pitched texture over movable memory is planned, awaited and

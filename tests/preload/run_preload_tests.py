@@ -987,6 +987,14 @@ class PreloadSwap(PreloadCase):
         self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 4, "a and b, then c and d brought in through tables")
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
+    def test_hidden_work_at_parked_memory(self):
+        # Stream memory operations writing words of parked chunks, and a kernel named as NCCL's
+        # that finds its buffer through a descriptor in host memory: the program checks every word;
+        # without the stream-operation hooks the writes fail, without the name rule the kernel faults.
+        run = self.run_program("swap_hidden_work", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
+        self.assertIn("swap hidden work ok", run.stdout)
+        self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
+
     def test_scan_order_checks_fail_in_context_order(self):
         # The program's expectations of scan order do not hold in the default order: it fails a
         # check, without crashing.

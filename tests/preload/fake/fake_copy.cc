@@ -370,3 +370,13 @@ FAKE_PAIR(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz,
 FAKE_PAIR(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz,
           (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream), return fill_2d(d, p, v, w, h);)
 
+
+// Stream memory operations: the stand-in's work runs at once, so a write is a one-word fill.
+FAKE_PAIR(cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz, (CUstream, CUdeviceptr d, cuuint32_t v, unsigned int),
+          return fill(d, static_cast<uint32_t>(v), 1);)
+FAKE_PAIR(cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz, (CUstream, CUdeviceptr d, cuuint64_t v, unsigned int),
+          return fill(d, static_cast<uint64_t>(v), 1);)
+FAKE_PAIR(cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz, (CUstream, CUdeviceptr, cuuint64_t, unsigned int),
+          return need_ctx();)
+FAKE_PAIR(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz, (CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int),
+          return need_ctx();)

@@ -66,6 +66,8 @@ CUdeviceptr fake_cuda_texture_ptr(CUtexObject tex);
 // Describes the parameters of a host "kernel" for cuFuncGetParamInfo (sizes in bytes, at most 16).
 // Without it a kernel is taken to have no parameters. Returns 0 on success.
 int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, size_t count);
+// Names a host "kernel" for cuFuncGetName. Returns 0, or -1 for a null argument.
+int fake_cuda_set_kernel_name(CUfunction f, const char* name);
 
 #ifdef __cplusplus
 }

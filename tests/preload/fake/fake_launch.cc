@@ -1,5 +1,7 @@
 // The stand-in driver's kernels: a CUfunction is a host function `void fn(void** kernelParams)` that
 // the launch calls run at once; parameter layouts that tests describe; texture objects.
+#include <string>
+
 #include "fake_internal.h"
 
 using namespace fake_internal;
@@ -29,7 +31,39 @@ FAKE_EXPORT int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, s
   return 0;
 }
 
+namespace {
+
+// Kernels' names, for cuFuncGetName (registered by tests; others have none).
+std::map<uintptr_t, std::string>& kernel_names() {
+  static auto* m = new std::map<uintptr_t, std::string>;
+  return *m;
+}
+
+}  // namespace
+
+FAKE_EXPORT int fake_cuda_set_kernel_name(CUfunction f, const char* name) {
+  if (!f || !name) return -1;
+  std::lock_guard<std::mutex> lock(g_mu);
+  kernel_names()[reinterpret_cast<uintptr_t>(f)] = name;
+  return 0;
+}
+
+FAKE_IMPL(cuFuncGetName)(const char** name, CUfunction f) {
+  FAKE_ENTER(k_cuFuncGetName);
+  if (!name || !f) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = kernel_names().find(reinterpret_cast<uintptr_t>(f));
+  if (it == kernel_names().end()) return CUDA_ERROR_NOT_FOUND;
+  *name = it->second.c_str();
+  return CUDA_SUCCESS;
+}
+
 // The stand-in has no library-managed kernels: every handle is a CUfunction.
+FAKE_IMPL(cuKernelGetName)(const char**, CUkernel) {
+  FAKE_ENTER(k_cuKernelGetName);
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
 FAKE_IMPL(cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) {
   FAKE_ENTER(k_cuKernelGetParamInfo);
   return CUDA_ERROR_INVALID_HANDLE;
