@@ -633,6 +633,22 @@ void every_hook(CUcontext ctx, CUstream s) {
   CUgraphExec graph = reinterpret_cast<CUgraphExec>(&g_kernel_hits);  // any handle: graphs just succeed
   ONE(cuGraphLaunch, PFN_cuGraphLaunch_v10000, graph, s);
   ONE(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz, graph, s);
+  // ---- stream memory operations: writes of one word; waits the stand-in refuses (it takes only an
+  // equality wait on pinned memory, which the shim's own gate uses); batches
+  ONE(cuStreamWriteValue32_v2, PFN_cuStreamWriteValue32_v11070, s, counter, 0x71727374u, 0u);
+  CHECK(*preload::dev_ptr<uint32_t>(counter) == 0x71727374u);
+  ONE(cuStreamWriteValue32_v2_ptsz, PFN_cuStreamWriteValue32_v11070_ptsz, s, counter, 0x75767778u, 0u);
+  CHECK(*preload::dev_ptr<uint32_t>(counter) == 0x75767778u);
+  ONE(cuStreamWriteValue64_v2, PFN_cuStreamWriteValue64_v11070, s, counter, 0x0102030405060708ull, 0u);
+  CHECK(*preload::dev_ptr<uint64_t>(counter) == 0x0102030405060708ull);
+  ONE(cuStreamWriteValue64_v2_ptsz, PFN_cuStreamWriteValue64_v11070_ptsz, s, counter, 0x1112131415161718ull, 0u);
+  CHECK(*preload::dev_ptr<uint64_t>(counter) == 0x1112131415161718ull);
+  ONE_R(CUDA_ERROR_INVALID_VALUE, cuStreamWaitValue32_v2, PFN_cuStreamWaitValue32_v11070, s, counter, 0u, CU_STREAM_WAIT_VALUE_GEQ);
+  ONE_R(CUDA_ERROR_INVALID_VALUE, cuStreamWaitValue32_v2_ptsz, PFN_cuStreamWaitValue32_v11070_ptsz, s, counter, 0u, CU_STREAM_WAIT_VALUE_GEQ);
+  ONE(cuStreamWaitValue64_v2, PFN_cuStreamWaitValue64_v11070, s, counter, 0ull, 0u);
+  ONE(cuStreamWaitValue64_v2_ptsz, PFN_cuStreamWaitValue64_v11070_ptsz, s, counter, 0ull, 0u);
+  ONE(cuStreamBatchMemOp_v2, PFN_cuStreamBatchMemOp_v11070, s, 0u, nullptr, 0u);
+  ONE(cuStreamBatchMemOp_v2_ptsz, PFN_cuStreamBatchMemOp_v11070_ptsz, s, 0u, nullptr, 0u);
   CUDA_RESOURCE_DESC res = {};
   res.resType = CU_RESOURCE_TYPE_LINEAR;
   res.res.linear.devPtr = d1;
