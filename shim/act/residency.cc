@@ -145,6 +145,9 @@ policy::ResidencyPlanner& planner(State& s, int dev) {
 struct Words {
   std::vector<uintptr_t> all;
   std::vector<uintptr_t> movable;
+  // The program's own managed memory among them: a kernel may find addresses there that the CPU
+  // wrote, which no hook sees (a linked structure in managed memory).
+  bool program_managed = false;
 };
 
 // Adds to `out` the tracked regions of this device that `w` points into, if any.
@@ -155,6 +158,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
   auto r = cuda_regions().find(w);
   if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
   trace_region(r->base);
+  if (words && r->kind == MemKind::managed && r->placement != Placement::managed) words->program_managed = true;
   if (r->placement == Placement::swap) {
     if (words) words->movable.push_back(w);
     // Movable memory: the regions are the chunks the allocation lies in.
@@ -671,6 +675,11 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
       for (uintptr_t w : reached.ordered) scan_word(w, lo, hi, dev, s, ordered);
     }
     const bool used = prepare_use(s, referenced, dev, stream, per_thread, ordered);
+    if (tables && words.program_managed && !t_uses.unscanned) {
+      // What it reaches beyond its arguments is not known: as work no scan sees, after its own moves.
+      swap::finish_copies();
+      t_uses.overflow = t_uses.unscanned = true;
+    }
     bring_ahead(s, dev, stream, per_thread);
     if (!used) return;
   }

@@ -28,7 +28,13 @@ struct State {
   std::mutex mu;  // guards everything below; taken inside the residency lock, never around it
   policy::PointerTables tables;
   std::unordered_map<CUfunction, Writes> functions;
+  // Addresses copied into device memory no allocation of the program's holds (a `__device__` or
+  // `__constant__` variable, cudaMemcpyToSymbol): any kernel of the module may read them, so every
+  // launch is ordered against them. More than kEverywhere: every launch is work no scan sees.
+  std::vector<uintptr_t> everywhere;
+  bool everywhere_anything = false;
 };
+constexpr size_t kEverywhere = 64;
 
 State& state() {
   static NoDestructor<State> s;
@@ -95,7 +101,22 @@ void host_wrote(uintptr_t dst, const void* src, size_t n) {
   ShimScope scope;
   const policy::PointerTablesConfig& cfg = s.tables.config();
   auto r = cuda_regions().find(dst);
-  if (!r || r->kind == MemKind::pinned_host || r->kind == MemKind::registered_host || dst + n > r->end()) return;
+  if (!r) {
+    if (n > cfg.max_copy_bytes) return;
+    std::vector<policy::PointerTables::Word> words = addresses_in(static_cast<const unsigned char*>(src), n);
+    if (words.empty()) return;
+    std::lock_guard lock(s.mu);
+    for (const auto& w : words) {
+      if (std::find(s.everywhere.begin(), s.everywhere.end(), w.value) != s.everywhere.end()) continue;
+      if (s.everywhere.size() == kEverywhere) {
+        s.everywhere_anything = true;
+        break;
+      }
+      s.everywhere.push_back(w.value);
+    }
+    return;
+  }
+  if (r->kind == MemKind::pinned_host || r->kind == MemKind::registered_host || dst + n > r->end()) return;
   std::vector<policy::PointerTables::Word> words;
   if (n <= cfg.max_copy_bytes) words = addresses_in(static_cast<const unsigned char*>(src), n);
   const uint64_t offset = dst - r->base;
@@ -134,6 +155,8 @@ void cleared(uintptr_t dst, size_t n) {
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out) {
   State& s = state();
   std::lock_guard lock(s.mu);
+  out->ordered.insert(out->ordered.end(), s.everywhere.begin(), s.everywhere.end());
+  out->anything = out->anything || s.everywhere_anything;
   if (!s.tables.empty()) {
     uint64_t seen[16];
     size_t n_seen = 0;

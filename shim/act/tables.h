@@ -10,7 +10,9 @@
 //   and each of its launches makes its small buffers "may hold" what it was given. Other functions
 //   are never looked at again. (A kernel that writes addresses only on some launches, or into movable
 //   memory, or into memory no allocation of the program's owns, is not found.)
-// - At each launch, what the tables its arguments point into reach (reach).
+// - At each launch, what the tables its arguments point into reach (reach), and the addresses
+//   copied into device memory that no allocation holds (a module's variable, which any of its
+//   kernels may read): ordered for every launch.
 // Nothing here runs under context order or without movable memory: context order waits for the
 // device before every move, whatever a kernel reaches.
 #include <cstddef>

@@ -68,6 +68,8 @@ CUdeviceptr fake_cuda_texture_ptr(CUtexObject tex);
 int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, size_t count);
 // Names a host "kernel" for cuFuncGetName. Returns 0, or -1 for a null argument.
 int fake_cuda_set_kernel_name(CUfunction f, const char* name);
+// Device memory no hooked call made (a module's variable); 0 on failure. Never freed.
+CUdeviceptr fake_cuda_module_global(size_t bytes);
 
 #ifdef __cplusplus
 }

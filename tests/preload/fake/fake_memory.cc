@@ -264,6 +264,12 @@ FAKE_IMPL(cuMemAllocPitch_v2)(CUdeviceptr* dptr, size_t* pitch, size_t width, si
   return r;
 }
 
+// Device memory made the way a module's `__device__` variable is: by no allocation call a hook sees.
+FAKE_EXPORT CUdeviceptr fake_cuda_module_global(size_t bytes) {
+  uintptr_t p = 0;
+  return new_block(bytes, Kind::device, &p) == CUDA_SUCCESS ? static_cast<CUdeviceptr>(p) : 0;
+}
+
 FAKE_IMPL(cuMemAllocManaged)(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   FAKE_ENTER(k_cuMemAllocManaged);
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
