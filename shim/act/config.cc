@@ -50,6 +50,8 @@ bool movable_policy() {
   return k == policy::PolicyKind::swap || k == policy::PolicyKind::auto_;
 }
 
+bool scan_order() { return movable_policy() && options().swap_order == SwapOrder::scan; }
+
 bool placement_active() {
   const auto& c = placement_config();
   return c.policy != policy::PolicyKind::off || c.limit_enforced;

@@ -9,6 +9,9 @@ namespace gms::act {
 const policy::PlacementConfig& placement_config();
 // Whether the policy makes movable memory (swap, auto).
 bool movable_policy();
+// Whether movable memory's moves are in scan order (GPUMEMSHIM_SWAP_ORDER): a movable policy and
+// that order. Other policies plan and order nothing by it.
+bool scan_order();
 // Whether allocations need deciding at all: a policy other than off, or an enforced limit.
 bool placement_active();
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "act/config.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -41,7 +42,7 @@ const std::vector<Param>& kernel_layout(CUfunction f) {
   // NCCL's kernels find their buffers in work descriptors they read from memory (host memory
   // among it) that no copy the shim sees fills: under scan order, work no scan sees.
   const char* name = nullptr;
-  if (options().swap_order == SwapOrder::scan &&
+  if (scan_order() &&
       (as_kernel ? call_real(GMS_REAL(cuKernelGetName), &name, reinterpret_cast<CUkernel>(f))
                  : call_real(GMS_REAL(cuFuncGetName), &name, f)) == CUDA_SUCCESS &&
       name && (std::strstr(name, "ncclDevKernel") || std::strstr(name, "ncclKernel"))) {

@@ -187,7 +187,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
         // In context order a round's copies are over when it returns, so the new chunks map the
         // memory the evictions leave as fast as new memory, without making it and giving the
         // evicted memory back (docs/analysis/swap-notes.md, "Context order").
-        const bool evict_first = options().swap_order == SwapOrder::context;
+        const bool evict_first = !scan_order();
         Room room = need == 0 ? Room::now : room_for_swap(dev, need, evict_first);
         // Address space for all the movable memory the budget and the managed cap allow, twice
         // over for room between allocations: one slab, normally.

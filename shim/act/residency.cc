@@ -133,7 +133,7 @@ policy::StepLearner* learner(State& s, int dev) {
 policy::ResidencyPlanner& planner(State& s, int dev) {
   if (!s.planners[dev]) {
     policy::ResidencyConfig cfg;
-    cfg.early = options().swap_early.value && options().swap_order == SwapOrder::scan;
+    cfg.early = options().swap_early.value && scan_order();
     s.planners[dev] = new policy::ResidencyPlanner(cfg);
   }
   return *s.planners[dev];
@@ -315,7 +315,7 @@ std::vector<policy::RegionId> chunks_ahead(State& s, const policy::StepLearner& 
 // copies run while the link is free instead of when those launches are queued. For every launch,
 // whether it uses movable memory itself or not.
 void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
-  if (options().swap_order != SwapOrder::scan || !options().swap_ahead.value) return;
+  if (!scan_order() || !options().swap_ahead.value) return;
   policy::StepLearner* l = learner(s, dev);
   if (!l || l->state() != policy::StepLearner::State::following || driver::stream_capturing(stream, per_thread)) return;
   policy::ResidencyPlanner& p = planner(s, dev);
@@ -328,7 +328,7 @@ void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
 
 // Scan order with parking: whether evicted chunks may be unmapped.
 bool parking() {
-  return movable_policy() && options().swap_order == SwapOrder::scan && options().swap_park.value;
+  return scan_order() && options().swap_park.value;
 }
 
 // Caller holds s.mu. A use the scan cannot plan (its device, its kernel's layout or its stream's
@@ -408,7 +408,7 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   // Spare memory the moves left (and evictions' memory back from their copies) within the budget;
   // with no moves there is none new.
   if (!actions.empty()) swap::fit_spares(dev, 0);
-  if (options().swap_order == SwapOrder::scan) {
+  if (scan_order()) {
     t_uses.n = 0;
     t_uses.overflow = t_uses.unscanned = false;
     std::vector<policy::RegionId> uses = referenced;
@@ -644,7 +644,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     Words* tables = tables::active() ? &words : nullptr;
     if (params) {
       const std::vector<Param>& params_layout = kernel_layout(f);
-      if (params_layout.empty() && movable_policy() && options().swap_order == SwapOrder::scan &&
+      if (params_layout.empty() && scan_order() &&
           (parking() || !driver::stream_capturing(stream, per_thread))) {
         // No layout (or no parameters): the kernel may use any movable memory.
         as_unscanned();
@@ -720,7 +720,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
 }
 
 bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_thread, bool* scanned) {
-  const bool scan = options().swap_order == SwapOrder::scan;
+  const bool scan = scan_order();
   if (options().prefetch == Prefetch::off || (!scan && !movable_policy())) return false;
   ShimScope scope;
   int dev = driver::current_device();
@@ -741,13 +741,19 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
+  // Only movable memory: moves are ordered against the copy; managed memory the driver keeps
+  // coherent through a copy wherever it is, so a copy prefetches none.
+  std::erase_if(referenced, [&](policy::RegionId id) {
+    auto t = s.tracked.find(id);
+    return t == s.tracked.end() || !t->second.swap;
+  });
   // A transfer into a stream being captured is not scanned: it counts as unseen work.
   *scanned = prepare_use(s, referenced, dev, stream, per_thread) || referenced.empty();
   return true;
 }
 
 void before_pointer_query_slow(uintptr_t p) {
-  if (!movable_policy() || options().swap_order != SwapOrder::scan || !options().swap_park.value) return;
+  if (!scan_order() || !options().swap_park.value) return;
   if (p < g_tracked_lo.load(std::memory_order_relaxed) || p >= g_tracked_hi.load(std::memory_order_relaxed)) return;
   swap::unpark(p);
 }
@@ -759,14 +765,14 @@ bool before_unscanned_slow() {
   // close holds it, so no new one opens meanwhile. Scan order also waits for the shim's copies and
   // has parked chunks mapped (finish_copies); context order has none under way.
   std::lock_guard lock(state().mu);
-  if (options().swap_order == SwapOrder::scan) swap::finish_copies();
+  if (scan_order()) swap::finish_copies();
   swap::begin_queue();
   return true;
 }
 
 void after_unscanned_slow() {
   ShimScope scope;
-  if (options().swap_order == SwapOrder::scan) swap::end_unscanned();
+  if (scan_order()) swap::end_unscanned();
   swap::end_queue();
 }
 

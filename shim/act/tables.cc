@@ -44,10 +44,13 @@ State& state() {
 // The calling thread's launch whose small buffers are to be read after it (at most one pending).
 struct Check {
   static constexpr size_t kMax = 8;
+  static constexpr size_t kMaxMovable = 32;
   CUfunction f;
   uintptr_t base[kMax];
   uint64_t size[kMax];
   uint32_t n;
+  uintptr_t movable[kMaxMovable];  // what the launch was given
+  uint32_t n_movable;
   bool pending;
 };
 thread_local Check t_check __attribute__((tls_model("initial-exec"))) = {};
@@ -91,7 +94,7 @@ bool wait_bounded(CUevent e) {
 }  // namespace
 
 bool active() {
-  return options().swap_order == SwapOrder::scan && movable_policy() &&
+  return scan_order() &&
          g_tracked_regions.load(std::memory_order_relaxed) != 0;
 }
 
@@ -196,6 +199,9 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
     for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], movable);
     return;
   }
+  for (uintptr_t w : movable) {
+    if (c.n_movable < Check::kMaxMovable) c.movable[c.n_movable++] = w;
+  }
   c.pending = true;
   t_check = c;
 }
@@ -212,11 +218,19 @@ void after_launch(CUstream stream, bool per_thread, bool launched) {
   const bool over = call_real(GMS_REAL(cuEventRecord), e, driver::stream_handle(stream, per_thread)) == CUDA_SUCCESS &&
                     wait_bounded(e);
   call_real(GMS_REAL(cuEventDestroy_v2), e);
-  if (!over) return;
+  State& s = state();
+  if (!over) {
+    // The work ahead of it did not end in time: taken for a writer of tables, so that no reader of
+    // its buffers is missed, rather than waited for again at each launch.
+    std::lock_guard lock(s.mu);
+    s.functions[c.f] = Writes::tables;
+    const std::vector<uintptr_t> given(c.movable, c.movable + c.n_movable);
+    for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], given);
+    return;
+  }
   constexpr uint64_t kRead = 64 << 10;  // a table starts its buffer
   std::vector<unsigned char> bytes;
   bool writes = false;
-  State& s = state();
   for (uint32_t i = 0; i < c.n; ++i) {
     const uint64_t n = std::min(c.size[i], kRead);
     bytes.resize(n);

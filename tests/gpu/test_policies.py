@@ -32,9 +32,12 @@ POLICIES = {
     "spill-pinned": {"GPUMEMSHIM_POLICY": "spill", "GPUMEMSHIM_SPILL": "pinned"},
     "managed": {"GPUMEMSHIM_POLICY": "managed"},
     "pinned": {"GPUMEMSHIM_POLICY": "pinned"},
+    # The defaults: scan order with parking.
     "swap": {"GPUMEMSHIM_POLICY": "swap"},
-    "swap-scan": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan"},
-    "swap-scan-park": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "scan", "GPUMEMSHIM_SWAP_PARK": "on"},
+    "swap-scan-mapped": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_PARK": "off"},
+    # The order for kernels that reach memory by pointers no hook sees.
+    "auto-context": {"GPUMEMSHIM_POLICY": "auto", "GPUMEMSHIM_SWAP_ORDER": "context"},
+    "swap-context": {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_SWAP_ORDER": "context"},
 }
 PLACED_ELSEWHERE = ("spilled_managed", "spilled_pinned", "converted_managed", "converted_pinned", "converted_swap",
                     "spilled_vmm")
@@ -103,9 +106,9 @@ def test_frameworks_together_under_policy(policy, shim, workdir):
     _mix(policy, shim, workdir, "fw_mix", MIX_PARTS)
 
 
-# torch.compile costs 20 to 30 s a process on the H100, so it runs under two policies only: spill,
-# the default, and swap in its fastest order, the one that sees least of what a kernel uses.
-@pytest.mark.parametrize("policy", ["spill-managed", "swap-scan-park"])
+# torch.compile costs 20 to 30 s a process on the H100, so it runs under two policies only: auto,
+# the default, and spill.
+@pytest.mark.parametrize("policy", ["spill-managed", "auto"])
 def test_torch_compile_under_policy(policy, shim, workdir):
     # CuPy's part beside it, and a budget below the two's 20 MiB, so that spill has something to do.
     _mix(policy, shim, workdir, "fw_mix_compiled", ["torch_compiled", "cupy"], budget="8M")
@@ -232,8 +235,8 @@ def test_textures_under_policy(policy, tmp_path_factory, shim, workdir):
     check("swap_tex", [exe], policy, shim, workdir, "128M")
 
 
-# Scan order too: the shim learns the tables (act/tables.h), from the copy that filled one and from
-# the first launch of the kernel that wrote the other.
+# Scan order (the default) too: the shim learns the tables (act/tables.h), from the copy that filled
+# one and from the first launch of the kernel that wrote the other.
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_hidden_pointers_under_policy(policy, tmp_path_factory, shim, workdir):
     """placement/hidden_ptrs.cu: kernels that reach ten 64 MiB buffers only through pointer tables

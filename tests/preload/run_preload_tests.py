@@ -837,8 +837,10 @@ class PreloadSwap(PreloadCase):
     """(n) Movable memory: progs/swap.cc checks the calls that reach the stand-in driver and every
     byte through the moves; this checks the shim's statistics."""
 
+    # Context order unless a test says otherwise (the programs check its calls; scan order, the
+    # default, is set where tested).
     ENV = {"GPUMEMSHIM_POLICY": "swap", "GPUMEMSHIM_DEVICE_LIMIT": "8M", "GPUMEMSHIM_MANAGED_LIMIT": "256M",
-           "GPUMEMSHIM_SWAP_CHUNK": "4M"}
+           "GPUMEMSHIM_SWAP_CHUNK": "4M", "GPUMEMSHIM_SWAP_ORDER": "context"}
 
     def test_swap(self):
         run = self.run_program("swap", env=self.ENV)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -92,7 +93,7 @@ void pick_streams(Round& round, CUstream stream, bool per_thread) {
     round.in_stream = i;
     round.out_pt = round.in_pt = false;
     round.apart = true;
-    round.scan = options().swap_order == SwapOrder::scan;
+    round.scan = scan_order();
   }
   // Scan order parks evicted chunks (Chunk::parked) when asked: only it sees every use before it
   // happens (GPUMEMSHIM_SWAP_PARK tells the price).

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -101,7 +102,7 @@ void map_parked(std::vector<uintptr_t>& bases) {
 // --- The public face (act/swap.h) of this part ---
 
 bool uses_over(uintptr_t chunk) {
-  if (options().swap_order != SwapOrder::scan) return false;
+  if (!scan_order()) return false;
   std::lock_guard lock(mu());
   Slabs& s = slabs();
   Scan& sc = scan();
@@ -119,7 +120,7 @@ bool uses_over(uintptr_t chunk) {
 }
 
 void finish_copies() {
-  if (options().swap_order != SwapOrder::scan) return;
+  if (!scan_order()) return;
   ShimScope scope;
   driver::RelaxedCapture relaxed;
   std::lock_guard lock(mu());

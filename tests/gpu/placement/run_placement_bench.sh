@@ -92,7 +92,7 @@ fi
 if want torch; then
 # train NAME LIMIT SCRIPT ARGS...: no limit, then swap in scan order with parking (as it is, then
 # without GPUMEMSHIM_SWAP_EARLY, then without GPUMEMSHIM_SWAP_FORECAST; twice each, alternating)
-# and in the default order, then off (expect out-of-memory), all with the device limit. Limits at
+# and in context order, then off (expect out-of-memory), all with the device limit. Limits at
 # about peak / 1.5;
 # docs/analysis/training-residency/BOUND.md: the least step time any policy that moves data can
 # reach there (resnet50 2.0x, the transformer 1.3x).
@@ -106,7 +106,7 @@ train() {
     row "$name swap (scan order, parking, early eviction off), limit $limit" "$(run shim "${scan[@]}" GPUMEMSHIM_SWAP_EARLY=off python3 "$script" "$@")"
     row "$name swap (scan order, parking, forecast off), limit $limit" "$(run shim "${scan[@]}" GPUMEMSHIM_SWAP_FORECAST=off python3 "$script" "$@")"
   done
-  row "$name swap (default order), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
+  row "$name swap (context order), limit $limit" "$(run shim GPUMEMSHIM_POLICY=swap GPUMEMSHIM_SWAP_ORDER=context GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
   row "$name off, limit $limit (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 "$script" "$@")"
 }
 echo "== PyTorch resnet50 training, batch 128 (peak 10.6 GiB), device limit 7G" | tee -a "$OUT/placement_table.txt"

@@ -9,7 +9,7 @@ import json
 import sys
 from collections import defaultdict
 
-CONFIGS = ["auto", "save_on_cpu", "spill", "swap scan+park", "off"]
+CONFIGS = ["auto", "auto, context order", "save_on_cpu", "spill", "off"]
 
 
 def main(path):
