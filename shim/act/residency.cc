@@ -331,6 +331,10 @@ bool parking() {
   return scan_order() && options().swap_park.value;
 }
 
+// For act/tables.h: a read no move meets (moves are made under the residency lock) and that finds
+// a parked chunk mapped.
+bool read_device(void* dst, uintptr_t src, size_t n);
+
 // Caller holds s.mu. A use the scan cannot plan (its device, its kernel's layout or its stream's
 // capture state unknown, as when the query failed) is work no scan sees: nothing it might reach is
 // left parked or mid-copy, and the next round waits for the context.
@@ -687,6 +691,15 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
 }
 }  // namespace
 
+namespace {
+bool read_device(void* dst, uintptr_t src, size_t n) {
+  ShimScope scope;
+  std::lock_guard lock(state().mu);
+  if (parking()) swap::unpark(src);
+  return call_real(GMS_REAL(cuMemcpyDtoH_v2), dst, static_cast<CUdeviceptr>(src), n) == CUDA_SUCCESS;
+}
+}  // namespace
+
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   const bool tracing = trace::enabled(), learn = learning();
   if (tracing || learn) {
@@ -800,7 +813,7 @@ void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
     t_uses.unscanned = false;
   }
   swap::end_queue();  // after the marks: a waiting round finds them
-  tables::after_launch(stream, per_thread, launched);
+  tables::after_launch(stream, per_thread, launched, read_device);
 }
 
 }  // namespace gms::act

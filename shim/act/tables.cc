@@ -180,15 +180,14 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   if (movable.empty()) return;
   Writes& writes = s.functions[f];
   if (writes == Writes::no || (writes == Writes::unknown && t_check.pending)) return;
-  // The small buffers of ordinary device memory the kernel is given.
+  // The small buffers of device memory (ordinary or movable) the kernel is given.
   Check c{};
   c.f = f;
   for (uintptr_t w : words) {
     if (c.n == Check::kMax) break;
-    if (std::find(movable.begin(), movable.end(), w) != movable.end()) continue;
     auto r = cuda_regions().find(w);
-    if (!r || r->kind != MemKind::device || r->placement == Placement::swap || r->device < 0 ||
-        r->size > s.tables.config().max_table_bytes || std::find(c.base, c.base + c.n, r->base) != c.base + c.n) {
+    if (!r || r->kind != MemKind::device || r->device < 0 || r->size > s.tables.config().max_table_bytes ||
+        std::find(c.base, c.base + c.n, r->base) != c.base + c.n) {
       continue;
     }
     c.base[c.n] = r->base;
@@ -206,7 +205,7 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   t_check = c;
 }
 
-void after_launch(CUstream stream, bool per_thread, bool launched) {
+void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice read) {
   if (!t_check.pending) return;
   const Check c = t_check;
   t_check.pending = false;
@@ -234,7 +233,7 @@ void after_launch(CUstream stream, bool per_thread, bool launched) {
   for (uint32_t i = 0; i < c.n; ++i) {
     const uint64_t n = std::min(c.size[i], kRead);
     bytes.resize(n);
-    if (call_real(GMS_REAL(cuMemcpyDtoH_v2), bytes.data(), static_cast<CUdeviceptr>(c.base[i]), n) != CUDA_SUCCESS) return;
+    if (!read(bytes.data(), c.base[i], n)) return;
     std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n);
     if (words.empty()) continue;
     writes = true;

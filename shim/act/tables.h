@@ -5,11 +5,12 @@
 // - What copies and memsets write into device memory (the copy hooks call host_wrote,
 //   device_copied, cleared): a copy from the host is read for addresses of movable memory.
 // - Kernels that write addresses into buffers: learnt once per function. The first launch given
-//   movable memory and a small buffer of ordinary device memory is waited for, and the buffer read
-//   (pending_check): a function whose buffers then hold addresses of movable memory writes tables,
-//   and each of its launches makes its small buffers "may hold" what it was given. Other functions
-//   are never looked at again. (A kernel that writes addresses only on some launches, or into movable
-//   memory, or into memory no allocation of the program's owns, is not found.)
+//   movable memory and a small buffer (ordinary device memory or movable, at most 1 MiB) is waited
+//   for, and the buffer read: a function whose buffers then hold addresses of movable memory
+//   writes tables, and each of its launches makes its small buffers "may hold" what it was given.
+//   Other functions are never looked at again. (A kernel that writes addresses only on some
+//   launches, or into a larger buffer, or into memory no allocation of the program's owns, is not
+//   found.)
 // - At each launch, what the tables its arguments point into reach (reach), and the addresses
 //   copied into device memory that no allocation holds (a module's variable, which any of its
 //   kernels may read): ordered for every launch.
@@ -42,8 +43,11 @@ struct Reached {
 // what the tables among its arguments reach (added to `out`), and what the launch may write into
 // its small buffers. Called with the residency lock held, before the launch.
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out);
+// Reads `n` bytes of device memory at `src` into `dst` where no move can meet the read (movable
+// memory: under the residency lock, a parked chunk mapped first). False if the read failed.
+using ReadDevice = bool (*)(void* dst, uintptr_t src, size_t n);
 // After the launch on `stream`: when at_launch left the function to be learnt, waits for the
-// stream and reads its small buffers (once per function). No lock held.
-void after_launch(CUstream stream, bool per_thread, bool launched);
+// stream and reads its small buffers with `read` (once per function). No lock held.
+void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice read);
 
 }  // namespace gms::act::tables

@@ -60,6 +60,17 @@ GMS_GRAPH(cuGraphLaunch_ptsz)
     act::UnscannedScope unscanned;                                                                     \
     return call_real(GMS_REAL(sym), st, n, ops, flags);                                                \
   }
+// The first forms (CUDA 8 and 9), which dlsym still finds by their names.
+GMS_STREAM_VALUE(cuStreamWriteValue32, cuuint32_t, false)
+GMS_STREAM_VALUE(cuStreamWriteValue32_ptsz, cuuint32_t, true)
+GMS_STREAM_VALUE(cuStreamWriteValue64, cuuint64_t, false)
+GMS_STREAM_VALUE(cuStreamWriteValue64_ptsz, cuuint64_t, true)
+GMS_STREAM_VALUE(cuStreamWaitValue32, cuuint32_t, false)
+GMS_STREAM_VALUE(cuStreamWaitValue32_ptsz, cuuint32_t, true)
+GMS_STREAM_VALUE(cuStreamWaitValue64, cuuint64_t, false)
+GMS_STREAM_VALUE(cuStreamWaitValue64_ptsz, cuuint64_t, true)
+GMS_STREAM_BATCH(cuStreamBatchMemOp)
+GMS_STREAM_BATCH(cuStreamBatchMemOp_ptsz)
 GMS_STREAM_VALUE(cuStreamWriteValue32_v2, cuuint32_t, false)
 GMS_STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, cuuint32_t, true)
 GMS_STREAM_VALUE(cuStreamWriteValue64_v2, cuuint64_t, false)

@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 134 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 144 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -428,7 +428,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("134 hooked implementations called", run.stdout)
+        self.assertIn("144 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -983,11 +983,17 @@ class PreloadSwap(PreloadCase):
         # Kernels reaching parked chunks only through tables of their addresses (one filled by a
         # copy from the host, one written by a kernel) find them mapped: the program checks every
         # word, and without the shim taking the tables' addresses for uses its kernel faults.
-        run = self.run_program("swap_tables", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
-        self.assertIn("swap tables ok", run.stdout)
-        s = self.only_stats(run)
-        self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 4, "a and b, then c and d brought in through tables")
-        self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
+        # With GPUMEMSHIM_MIN_SIZE=1 the tables are movable memory themselves (as small allocations
+        # past the budget are under auto).
+        for min_size in ("1M", "1"):
+            with self.subTest(min_size=min_size):
+                run = self.run_program("swap_tables", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on",
+                                                               GPUMEMSHIM_MIN_SIZE=min_size))
+                self.assertIn("swap tables ok", run.stdout)
+                s = self.only_stats(run)
+                self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 4, "a and b, then c and d brought in through tables")
+                self.assertEqual(s["decisions"]["converted_swap"]["calls"], 5 if min_size == "1M" else 7)
+                self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_hidden_work_at_parked_memory(self):
         # Stream memory operations writing words of parked chunks, and a kernel named as NCCL's

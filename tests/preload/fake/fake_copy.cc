@@ -380,3 +380,13 @@ FAKE_PAIR(cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz, (CUstream, CUdevi
           return need_ctx();)
 FAKE_PAIR(cuStreamBatchMemOp_v2, cuStreamBatchMemOp_v2_ptsz, (CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int),
           return need_ctx();)
+FAKE_PAIR(cuStreamWriteValue32, cuStreamWriteValue32_ptsz, (CUstream, CUdeviceptr d, cuuint32_t v, unsigned int),
+          return fill(d, static_cast<uint32_t>(v), 1);)
+FAKE_PAIR(cuStreamWriteValue64, cuStreamWriteValue64_ptsz, (CUstream, CUdeviceptr d, cuuint64_t v, unsigned int),
+          return fill(d, static_cast<uint64_t>(v), 1);)
+FAKE_PAIR(cuStreamWaitValue32, cuStreamWaitValue32_ptsz, (CUstream, CUdeviceptr, cuuint32_t, unsigned int),
+          return need_ctx();)
+FAKE_PAIR(cuStreamWaitValue64, cuStreamWaitValue64_ptsz, (CUstream, CUdeviceptr, cuuint64_t, unsigned int),
+          return need_ctx();)
+FAKE_PAIR(cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, (CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int),
+          return need_ctx();)

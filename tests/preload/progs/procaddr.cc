@@ -635,6 +635,20 @@ void every_hook(CUcontext ctx, CUstream s) {
   ONE(cuGraphLaunch_ptsz, PFN_cuGraphLaunch_v10000_ptsz, graph, s);
   // ---- stream memory operations: writes of one word; waits the stand-in refuses (it takes only an
   // equality wait on pinned memory, which the shim's own gate uses); batches
+  ONE(cuStreamWriteValue32, PFN_cuStreamWriteValue32_v8000, s, counter, 0x51525354u, 0u);
+  CHECK(*preload::dev_ptr<uint32_t>(counter) == 0x51525354u);
+  ONE(cuStreamWriteValue32_ptsz, PFN_cuStreamWriteValue32_v8000_ptsz, s, counter, 0x55565758u, 0u);
+  CHECK(*preload::dev_ptr<uint32_t>(counter) == 0x55565758u);
+  ONE(cuStreamWriteValue64, PFN_cuStreamWriteValue64_v9000, s, counter, 0x2122232425262728ull, 0u);
+  CHECK(*preload::dev_ptr<uint64_t>(counter) == 0x2122232425262728ull);
+  ONE(cuStreamWriteValue64_ptsz, PFN_cuStreamWriteValue64_v9000_ptsz, s, counter, 0x3132333435363738ull, 0u);
+  CHECK(*preload::dev_ptr<uint64_t>(counter) == 0x3132333435363738ull);
+  ONE(cuStreamWaitValue32, PFN_cuStreamWaitValue32_v8000, s, counter, 0u, 0u);
+  ONE(cuStreamWaitValue32_ptsz, PFN_cuStreamWaitValue32_v8000_ptsz, s, counter, 0u, 0u);
+  ONE(cuStreamWaitValue64, PFN_cuStreamWaitValue64_v9000, s, counter, 0ull, 0u);
+  ONE(cuStreamWaitValue64_ptsz, PFN_cuStreamWaitValue64_v9000_ptsz, s, counter, 0ull, 0u);
+  ONE(cuStreamBatchMemOp, PFN_cuStreamBatchMemOp_v8000, s, 0u, nullptr, 0u);
+  ONE(cuStreamBatchMemOp_ptsz, PFN_cuStreamBatchMemOp_v8000_ptsz, s, 0u, nullptr, 0u);
   ONE(cuStreamWriteValue32_v2, PFN_cuStreamWriteValue32_v11070, s, counter, 0x71727374u, 0u);
   CHECK(*preload::dev_ptr<uint32_t>(counter) == 0x71727374u);
   ONE(cuStreamWriteValue32_v2_ptsz, PFN_cuStreamWriteValue32_v11070_ptsz, s, counter, 0x75767778u, 0u);
