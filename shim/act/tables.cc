@@ -62,13 +62,15 @@ bool movable_at(uintptr_t w) {
   return r && r->placement == Placement::swap;
 }
 
-// The movable addresses among the words of `bytes` read from a buffer.
-std::vector<policy::PointerTables::Word> addresses_in(const unsigned char* p, uint64_t bytes) {
+// The addresses among the words of `bytes` read from a buffer that matter to a kernel reading it:
+// of movable memory, or of a table (which leads to movable memory). Caller holds s.mu.
+std::vector<policy::PointerTables::Word> addresses_in(const unsigned char* p, uint64_t bytes,
+                                                      const policy::PointerTables& tables) {
   std::vector<policy::PointerTables::Word> out;
   for (uint64_t k = 0; k + sizeof(uintptr_t) <= bytes; k += sizeof(uintptr_t)) {
     uintptr_t w;
     std::memcpy(&w, p + k, sizeof(w));
-    if (movable_at(w)) out.push_back({k, w});
+    if (movable_at(w) || (!tables.empty() && tables.reach(w))) out.push_back({k, w});
   }
   return out;
 }
@@ -106,9 +108,8 @@ void host_wrote(uintptr_t dst, const void* src, size_t n) {
   auto r = cuda_regions().find(dst);
   if (!r) {
     if (n > cfg.max_copy_bytes) return;
-    std::vector<policy::PointerTables::Word> words = addresses_in(static_cast<const unsigned char*>(src), n);
-    if (words.empty()) return;
     std::lock_guard lock(s.mu);
+    std::vector<policy::PointerTables::Word> words = addresses_in(static_cast<const unsigned char*>(src), n, s.tables);
     for (const auto& w : words) {
       if (std::find(s.everywhere.begin(), s.everywhere.end(), w.value) != s.everywhere.end()) continue;
       if (s.everywhere.size() == kEverywhere) {
@@ -120,11 +121,11 @@ void host_wrote(uintptr_t dst, const void* src, size_t n) {
     return;
   }
   if (r->kind == MemKind::pinned_host || r->kind == MemKind::registered_host || dst + n > r->end()) return;
+  std::lock_guard lock(s.mu);
   std::vector<policy::PointerTables::Word> words;
-  if (n <= cfg.max_copy_bytes) words = addresses_in(static_cast<const unsigned char*>(src), n);
+  if (n <= cfg.max_copy_bytes) words = addresses_in(static_cast<const unsigned char*>(src), n, s.tables);
   const uint64_t offset = dst - r->base;
   for (auto& w : words) w.offset += offset;
-  std::lock_guard lock(s.mu);
   // A large copy is data: it holds no table's addresses any more (stored with none found).
   s.tables.stored(r->base, r->size, offset, n, words);
 }
@@ -161,20 +162,36 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   out->ordered.insert(out->ordered.end(), s.everywhere.begin(), s.everywhere.end());
   out->anything = out->anything || s.everywhere_anything;
   if (!s.tables.empty()) {
-    uint64_t seen[16];
-    size_t n_seen = 0;
-    for (uintptr_t w : words) {
+    // Tables reached through tables too (a parameter block that names arrays of pointers), a few
+    // levels deep; what a kernel may have written only orders, at every level below it.
+    constexpr int kDepth = 4;
+    constexpr size_t kTables = 64;
+    struct Next {
+      uintptr_t addr;
+      int depth;
+      bool maybe;
+    };
+    std::vector<Next> next;
+    for (uintptr_t w : words) next.push_back({w, 0, false});
+    std::vector<uint64_t> seen;
+    while (!next.empty() && seen.size() < kTables) {
+      const Next at = next.back();
+      next.pop_back();
       uint64_t base = 0, size = 0;
-      const policy::PointerTables::Reach* r = s.tables.reach(w, &base, &size);
-      if (!r || std::find(seen, seen + n_seen, base) != seen + n_seen) continue;
-      if (!same_allocation(w, base, size)) {
+      const policy::PointerTables::Reach* r = s.tables.reach(at.addr, &base, &size);
+      if (!r || std::find(seen.begin(), seen.end(), base) != seen.end()) continue;
+      if (!same_allocation(at.addr, base, size)) {
         s.tables.freed(base);  // freed since (and maybe made again): what it held is gone
         continue;
       }
-      if (n_seen < 16) seen[n_seen++] = base;
-      out->used.insert(out->used.end(), r->stored.begin(), r->stored.end());
+      seen.push_back(base);
+      std::vector<uintptr_t>& stored = at.maybe ? out->ordered : out->used;
+      stored.insert(stored.end(), r->stored.begin(), r->stored.end());
       out->ordered.insert(out->ordered.end(), r->maybe.begin(), r->maybe.end());
       out->anything = out->anything || r->anything;
+      if (at.depth + 1 >= kDepth) continue;
+      for (uintptr_t v : r->stored) next.push_back({v, at.depth + 1, at.maybe});
+      for (uintptr_t v : r->maybe) next.push_back({v, at.depth + 1, true});
     }
   }
   if (movable.empty()) return;
@@ -234,10 +251,10 @@ void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice re
     const uint64_t n = std::min(c.size[i], kRead);
     bytes.resize(n);
     if (!read(bytes.data(), c.base[i], n)) return;
-    std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n);
+    std::lock_guard lock(s.mu);
+    std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n, s.tables);
     if (words.empty()) continue;
     writes = true;
-    std::lock_guard lock(s.mu);
     s.tables.stored(c.base[i], c.size[i], 0, n, words);
   }
   std::lock_guard lock(s.mu);

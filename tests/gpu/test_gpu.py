@@ -91,7 +91,9 @@ def run_program(argv, shim=None, workdir=None, env_extra=None):
                     f"{err.decode(errors='replace')[-3000:]}")
     run = Run(argv, bool(shim), proc.returncode, out, err, None, None)
     if proc.returncode != 0:
-        pytest.fail(f"{run.describe()} exited with {proc.returncode}; stderr tail:\n{run.stderr_tail()}")
+        # Test programs say what failed on stdout, the shim on stderr.
+        pytest.fail(f"{run.describe()} exited with {proc.returncode}; stdout tail:\n"
+                    f"{out.decode(errors='replace')[-1500:]}\nstderr tail:\n{run.stderr_tail()}")
     if shim:
         # The child is the process itself (no shell in between), so its pid names its file. Other
         # files may exist: helper processes that made CUDA calls write their own.

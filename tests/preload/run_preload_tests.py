@@ -992,7 +992,7 @@ class PreloadSwap(PreloadCase):
                 self.assertIn("swap tables ok", run.stdout)
                 s = self.only_stats(run)
                 self.assertGreaterEqual(s["decisions"]["prefetched"]["calls"], 4, "a and b, then c and d brought in through tables")
-                self.assertEqual(s["decisions"]["converted_swap"]["calls"], 5 if min_size == "1M" else 7)
+                self.assertEqual(s["decisions"]["converted_swap"]["calls"], 9 if min_size == "1M" else 13)
                 self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_hidden_work_at_parked_memory(self):

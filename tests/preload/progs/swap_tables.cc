@@ -6,7 +6,8 @@
 // unless the shim takes the table's addresses for uses of the launch, a parked chunk stays unmapped
 // and the kernel faults (the stand-in's host "kernel" dies of SIGSEGV). One table is filled by a
 // copy from the host, the other by a kernel given the addresses; each is read after the chunks it
-// names were parked again. Every word is checked after.
+// names were parked again, and one through a parameter block that names a table. Every word is
+// checked after.
 #include "swap_common.h"
 
 using namespace swap_test;
@@ -30,6 +31,14 @@ void k_write_table(void** p) {
   auto* table = preload::dev_ptr<CUdeviceptr>(*static_cast<CUdeviceptr*>(p[0]));
   table[0] = *static_cast<CUdeviceptr*>(p[1]);
   table[1] = *static_cast<CUdeviceptr*>(p[2]);
+}
+
+// The same through a parameter block that names the table; params: CUdeviceptr block, size_t count
+void k_via_block(void** p) {
+  auto* block = preload::dev_ptr<CUdeviceptr>(*static_cast<CUdeviceptr*>(p[0]));
+  CUdeviceptr table = block[0];
+  void* inner[] = {&table, p[1]};
+  k_via_table(inner);
 }
 
 CUresult via_table(CUdeviceptr table) {
@@ -76,6 +85,28 @@ int main() {
   CK(inc(x[2], nullptr));
   CK(inc(x[3], nullptr));
   CK(via_table(by_kernel));
+  // Through a parameter block filled from the host that names a table of two new buffers, y and
+  // z, parked by two newer ones before the kernel.
+  size_t block_sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
+  CHECK(fake_cuda_set_kernel_params(preload::as_function(k_via_block), block_sizes, 2) == 0);
+  CUdeviceptr y[4] = {};
+  for (uint32_t i = 0; i < 2; ++i) {
+    CK(cuMemAlloc(&y[i], 4 * MiB));
+    put(y[i], 20 + i);
+  }
+  CUdeviceptr table = 0, block = 0;
+  CK(cuMemAlloc(&table, kSlots * sizeof(CUdeviceptr)));
+  CK(cuMemAlloc(&block, 2 * sizeof(CUdeviceptr)));
+  CK(cuMemcpyHtoD(table, y, kSlots * sizeof(CUdeviceptr)));
+  const CUdeviceptr names[2] = {table, 0};
+  CK(cuMemcpyHtoD(block, names, sizeof(names)));
+  for (uint32_t i = 2; i < 4; ++i) {
+    CK(cuMemAlloc(&y[i], 4 * MiB));
+    put(y[i], 20 + i);
+  }
+  size_t n = kWords;
+  void* block_params[] = {&block, &n};
+  CK(cuLaunchKernel(preload::as_function(k_via_block), 1, 1, 1, 1, 1, 1, 0, nullptr, block_params, nullptr));
   // A memset clears the table: nothing reached any more.
   CK(cuMemsetD8(by_copy, 0, sizeof(ab)));
   CK(cuCtxSynchronize());
@@ -84,9 +115,13 @@ int main() {
   CHECK(holds(x[1], 11, 3));
   CHECK(holds(x[2], 12, 2));
   CHECK(holds(x[3], 13, 2));
+  for (uint32_t i = 0; i < 4; ++i) CHECK(holds(y[i], 20 + i, i < 2 ? 1 : 0));
   CHECK(holds(x[4], 14, 1));
   CK(cuMemFree(by_copy));
   CK(cuMemFree(by_kernel));
+  CK(cuMemFree(block));
+  CK(cuMemFree(table));
+  for (CUdeviceptr p : y) CK(cuMemFree(p));
   for (CUdeviceptr p : x) CK(cuMemFree(p));
   std::printf("swap tables ok\n");
   return 0;
