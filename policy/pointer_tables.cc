@@ -5,6 +5,9 @@
 namespace gms::policy {
 
 PointerTables::Table& PointerTables::table(Addr base, uint64_t size) {
+  auto it = tables_.find(base);
+  // Another size: another allocation at the same address since (its free unseen): none of it holds.
+  if (it != tables_.end() && it->second.size != size) tables_.erase(it);
   Table& t = tables_[base];
   t.size = size;
   return t;
@@ -30,6 +33,10 @@ void PointerTables::settle(Addr base) {
 
 void PointerTables::stored(Addr base, uint64_t size, uint64_t offset, uint64_t bytes, const std::vector<Word>& words) {
   auto it = tables_.find(base);
+  if (it != tables_.end() && it->second.size != size) {
+    tables_.erase(it);  // another allocation at the same address
+    it = tables_.end();
+  }
   if (it == tables_.end() && words.empty()) return;  // no table, and still none
   Table& t = it == tables_.end() ? table(base, size) : it->second;
   t.known.erase(t.known.lower_bound(offset), t.known.lower_bound(offset + bytes));

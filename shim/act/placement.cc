@@ -14,6 +14,7 @@
 #include "core/runtime.h"
 #include "act/host_alloc.h"
 #include "act/residency.h"
+#include "act/tables.h"
 #include "act/swap.h"
 #include "driver/budget.h"
 #include "driver/calls.h"
@@ -272,6 +273,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
               CUresult (*real_free)(void*), void* ctx) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
+  if (region) tables::freed(region->base);  // a later allocation at its address holds no addresses
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).

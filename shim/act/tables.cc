@@ -156,6 +156,13 @@ void cleared(uintptr_t dst, size_t n) {
   if (!s.tables.empty()) s.tables.cleared(d->base, dst - d->base, n);
 }
 
+void freed(uintptr_t base) {
+  if (!active()) return;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.tables.freed(base);
+}
+
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out) {
   State& s = state();
   std::lock_guard lock(s.mu);

@@ -33,6 +33,9 @@ void host_wrote(uintptr_t dst, const void* src, size_t n);
 void device_copied(uintptr_t dst, uintptr_t src, size_t n);
 // A memset of `n` bytes at `dst`, queued.
 void cleared(uintptr_t dst, size_t n);
+// The allocation at `base` was freed: what it held goes with it (the next allocation there, which
+// may come at once, holds no addresses).
+void freed(uintptr_t base);
 
 struct Reached {
   std::vector<uintptr_t> used;     // addresses copies stored in the tables: uses like arguments

@@ -93,6 +93,21 @@ TEST(PointerTables, DeviceCopiesCarryEntriesShifted) {
   EXPECT_EQ(t.reach(kOther)->stored, v({kC}));
 }
 
+TEST(PointerTables, AnotherAllocationAtTheSameAddressStartsEmpty) {
+  // An 80-byte table freed unseen and a 24-byte one made at its address: a copy of three addresses
+  // into the new one leaves none of the old one's, and kernels' writes to it start afresh.
+  PointerTables t;
+  t.stored(kTable, 80, 0, 80, {{0, kA}, {40, kB}, {72, kC}});
+  t.stored(kTable, 24, 0, 24, {{0, kC}});
+  EXPECT_EQ(t.reach(kTable)->stored, v({kC}));
+  uint64_t size = 0;
+  t.reach(kTable, nullptr, &size);
+  EXPECT_EQ(size, 24u);
+  t.may_hold(kTable, 16, {kA});
+  EXPECT_TRUE(t.reach(kTable)->stored.empty());
+  EXPECT_EQ(t.reach(kTable)->maybe, v({kA}));
+}
+
 TEST(PointerTables, TooManyAddressesReachAnything) {
   PointerTablesConfig cfg;
   cfg.max_pointers = 4;
