@@ -4,13 +4,32 @@
 
 namespace gms::policy {
 
-PointerTables::Table& PointerTables::table(Addr base, uint64_t size) {
+PointerTables::Table* PointerTables::current(Addr base, uint64_t size) {
   auto it = tables_.find(base);
-  // Another size: another allocation at the same address since (its free unseen): none of it holds.
-  if (it != tables_.end() && it->second.size != size) tables_.erase(it);
+  if (it == tables_.end()) return nullptr;
+  if (it->second.size == size) return &it->second;
+  tables_.erase(it);
+  return nullptr;
+}
+
+PointerTables::Table& PointerTables::table(Addr base, uint64_t size) {
+  if (Table* t = current(base, size)) return *t;
   Table& t = tables_[base];
   t.size = size;
+  lo_ = std::min(lo_, base);
+  hi_ = std::max(hi_, base + size);
   return t;
+}
+
+size_t PointerTables::news(Addr base, uint64_t size, const std::vector<Word>& words) const {
+  auto it = tables_.find(base);
+  if (it == tables_.end() || it->second.size != size) return words.size();
+  size_t n = 0;
+  for (const Word& w : words) {
+    auto k = it->second.known.find(w.offset);
+    if (k == it->second.known.end() || k->second != w.value) ++n;
+  }
+  return n;
 }
 
 // Drops the table once it holds nothing; else rebuilds what its readers reach.
@@ -32,13 +51,8 @@ void PointerTables::settle(Addr base) {
 }
 
 void PointerTables::stored(Addr base, uint64_t size, uint64_t offset, uint64_t bytes, const std::vector<Word>& words) {
-  auto it = tables_.find(base);
-  if (it != tables_.end() && it->second.size != size) {
-    tables_.erase(it);  // another allocation at the same address
-    it = tables_.end();
-  }
-  if (it == tables_.end() && words.empty()) return;  // no table, and still none
-  Table& t = it == tables_.end() ? table(base, size) : it->second;
+  if (!current(base, size) && words.empty()) return;  // no table, and still none
+  Table& t = table(base, size);
   t.known.erase(t.known.lower_bound(offset), t.known.lower_bound(offset + bytes));
   // What kernels may have written is gone only where the copy covers the whole table.
   if (offset == 0 && bytes >= t.size) {
@@ -74,17 +88,19 @@ void PointerTables::copied(Addr dst, uint64_t dst_size, uint64_t dst_offset, Add
     cleared(dst, dst_offset, bytes);  // no addresses came: what the bytes held is gone
     return;
   }
-  // A copy of the table so far (dst may be src).
-  const Table from = s->second;
+  // What the source holds (dst may be src).
+  const std::map<uint64_t, Addr> known = s->second.known;
+  const std::vector<Addr> maybe = s->second.maybe;
+  const bool anything = s->second.anything;
   Table& t = table(dst, dst_size);
   t.known.erase(t.known.lower_bound(dst_offset), t.known.lower_bound(dst_offset + bytes));
-  for (auto k = from.known.lower_bound(src_offset); k != from.known.end() && k->first < src_offset + bytes; ++k) {
+  for (auto k = known.lower_bound(src_offset); k != known.end() && k->first < src_offset + bytes; ++k) {
     t.known[dst_offset + (k->first - src_offset)] = k->second;
   }
-  for (Addr p : from.maybe) {
+  for (Addr p : maybe) {
     if (std::find(t.maybe.begin(), t.maybe.end(), p) == t.maybe.end()) t.maybe.push_back(p);
   }
-  t.anything = t.anything || from.anything;
+  t.anything = t.anything || anything;
   settle(dst);
 }
 

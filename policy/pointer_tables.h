@@ -69,6 +69,12 @@ class PointerTables {
 
   // The table whose allocation holds `addr`, or null; `base` and `size`: the allocation's.
   const Reach* reach(Addr addr, Addr* base = nullptr, uint64_t* size = nullptr) const;
+  // Whether `addr` may lie in a table: false for sure outside the span tables have had (a cheap
+  // test in front of reach, for every word of a copy).
+  bool in_span(Addr addr) const { return addr >= lo_ && addr < hi_; }
+  // How many of `words` (of the allocation at `base`, `size` long) the table does not hold already
+  // at their offsets: a kernel that left a table as a copy filled it wrote none of it.
+  size_t news(Addr base, uint64_t size, const std::vector<Word>& words) const;
   bool empty() const { return tables_.empty(); }
   size_t size() const { return tables_.size(); }
 
@@ -80,11 +86,15 @@ class PointerTables {
     bool anything = false;
     Reach reach;  // rebuilt after each change: readers ask far more often than tables change
   };
+  // The table at `base` if it is of an allocation of `size` (another size: another allocation at
+  // the same address since, its free unseen: the old table is dropped), else null.
+  Table* current(Addr base, uint64_t size);
   Table& table(Addr base, uint64_t size);
   void settle(Addr base);
 
   PointerTablesConfig cfg_;
   std::map<Addr, Table> tables_;  // by the allocation's base
+  Addr lo_ = ~Addr{0}, hi_ = 0;   // the span tables have had (never shrinks)
 };
 
 }  // namespace gms::policy

@@ -105,7 +105,7 @@ void placement_init() {
     setenv(name, value.c_str(), 1);
     Line l;
     l.str(name).chr('=').str(value.c_str());
-    l.str(user && std::strstr(user, "expandable_segments")
+    l.str(user && std::strstr(user, "expandable_segments") && !std::strstr(value.c_str(), "expandable_segments")
               ? " (expandable segments replaced: past the budget they are read over the link, never moved)"
               : ", so that PyTorch frees what it frees");
     log(LogLevel::info, l);
@@ -273,7 +273,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
               CUresult (*real_free)(void*), void* ctx) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
-  if (region) tables::freed(region->base);  // a later allocation at its address holds no addresses
+  if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).

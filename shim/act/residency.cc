@@ -645,7 +645,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     if (!params && !extra) return;
     std::vector<policy::RegionId> referenced, ordered;
     Words words;
-    Words* tables = tables::active() ? &words : nullptr;
+    Words* collect = tables::active() ? &words : nullptr;
     if (params) {
       const std::vector<Param>& params_layout = kernel_layout(f);
       if (params_layout.empty() && scan_order() &&
@@ -655,7 +655,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
-        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced, tables);
+        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced, collect);
       }
     } else {
       // CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE: one packed buffer, laid out by the same offsets.
@@ -665,9 +665,9 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = static_cast<const unsigned char*>(e[1]);
         if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) std::memcpy(&size, e[1], sizeof(size));
       }
-      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced, tables);
+      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced, collect);
     }
-    if (tables) {
+    if (collect) {
       // What the tables among the arguments point to: used or ordered like the arguments.
       tables::Reached reached;
       tables::at_launch(f, words.all, words.movable, &reached);
@@ -679,7 +679,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
       for (uintptr_t w : reached.ordered) scan_word(w, lo, hi, dev, s, ordered);
     }
     const bool used = prepare_use(s, referenced, dev, stream, per_thread, ordered);
-    if (tables && words.program_managed && !t_uses.unscanned) {
+    if (collect && words.program_managed && !t_uses.unscanned) {
       // What it reaches beyond its arguments is not known: as work no scan sees, after its own moves.
       swap::finish_copies();
       t_uses.overflow = t_uses.unscanned = true;
@@ -692,11 +692,30 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
 }  // namespace
 
 namespace {
+// On a stream of the shim's own that waits for nothing of the program's (a copy on the legacy
+// stream would wait for every blocking stream, which may wait for the program), after the copies
+// of the chunk's last move (its chunk mapped first if parked), under the residency lock so that no
+// new move starts meanwhile. To pageable memory the copy returns once done.
 bool read_device(void* dst, uintptr_t src, size_t n) {
   ShimScope scope;
-  std::lock_guard lock(state().mu);
-  if (parking()) swap::unpark(src);
-  return call_real(GMS_REAL(cuMemcpyDtoH_v2), dst, static_cast<CUdeviceptr>(src), n) == CUDA_SUCCESS;
+  driver::RelaxedCapture relaxed;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  const int dev = driver::current_device();
+  if (dev < 0 || dev >= kMaxDevices) return false;
+  static CUstream streams[kMaxDevices] = {};
+  CUstream& st = streams[dev];
+  if (!st && call_real(GMS_REAL(cuStreamCreate), &st, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    st = nullptr;
+    return false;
+  }
+  uintptr_t chunk = swap::chunk_of(src);
+  auto t = s.tracked.find(chunk);
+  const bool movable = t != s.tracked.end() && t->second.swap;
+  if (movable) swap::await_ready(&chunk, 1, st, false);
+  const CUresult r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, static_cast<CUdeviceptr>(src), n, st);
+  if (movable) swap::mark_used(&chunk, 1, st, false, false, false);  // no use to mark: the count only
+  return r == CUDA_SUCCESS && driver::sync_stream(st, false) == CUDA_SUCCESS;
 }
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "act/tables.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -22,7 +23,8 @@ namespace {
 using driver::call_real;
 
 // What a function does with the small buffers it is given, once learnt.
-enum class Writes : uint8_t { unknown, no, tables };
+// late: its first check's launch did not end in time; a second such check makes it a writer.
+enum class Writes : uint8_t { unknown, late, no, tables };
 
 struct State {
   std::mutex mu;  // guards everything below; taken inside the residency lock, never around it
@@ -35,6 +37,9 @@ struct State {
   bool everywhere_anything = false;
 };
 constexpr size_t kEverywhere = 64;
+// Whether there is any table or `everywhere` address: launches with no movable argument skip the
+// lock while there is none.
+std::atomic<bool> g_any{false};
 
 State& state() {
   static NoDestructor<State> s;
@@ -70,7 +75,7 @@ std::vector<policy::PointerTables::Word> addresses_in(const unsigned char* p, ui
   for (uint64_t k = 0; k + sizeof(uintptr_t) <= bytes; k += sizeof(uintptr_t)) {
     uintptr_t w;
     std::memcpy(&w, p + k, sizeof(w));
-    if (movable_at(w) || (!tables.empty() && tables.reach(w))) out.push_back({k, w});
+    if (movable_at(w) || (tables.in_span(w) && tables.reach(w))) out.push_back({k, w});
   }
   return out;
 }
@@ -79,6 +84,18 @@ std::vector<policy::PointerTables::Word> addresses_in(const unsigned char* p, ui
 bool same_allocation(uintptr_t w, uint64_t base, uint64_t size) {
   auto r = cuda_regions().find(w);
   return r && r->base == base && r->size == size;
+}
+
+// The allocations' bases of addresses of movable memory: what a kernel's writes are kept as (an
+// address inside an allocation, which a loop may step through, names the same allocation).
+std::vector<uintptr_t> bases_of(const uintptr_t* w, size_t n) {
+  std::vector<uintptr_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    auto r = cuda_regions().find(w[i]);
+    const uintptr_t b = r ? r->base : w[i];
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  }
+  return out;
 }
 
 // Waits (a bounded time) for the event; false if the work is not over by then, as when it waits
@@ -95,10 +112,7 @@ bool wait_bounded(CUevent e) {
 
 }  // namespace
 
-bool active() {
-  return scan_order() &&
-         g_tracked_regions.load(std::memory_order_relaxed) != 0;
-}
+bool active() { return scan_order() && g_tracked_regions.load(std::memory_order_relaxed) != 0; }
 
 void host_wrote(uintptr_t dst, const void* src, size_t n) {
   if (!active() || !src) return;
@@ -118,6 +132,7 @@ void host_wrote(uintptr_t dst, const void* src, size_t n) {
       }
       s.everywhere.push_back(w.value);
     }
+    g_any.store(!s.tables.empty() || !s.everywhere.empty() || s.everywhere_anything, std::memory_order_relaxed);
     return;
   }
   if (r->kind == MemKind::pinned_host || r->kind == MemKind::registered_host || dst + n > r->end()) return;
@@ -128,10 +143,11 @@ void host_wrote(uintptr_t dst, const void* src, size_t n) {
   for (auto& w : words) w.offset += offset;
   // A large copy is data: it holds no table's addresses any more (stored with none found).
   s.tables.stored(r->base, r->size, offset, n, words);
+  g_any.store(!s.tables.empty() || !s.everywhere.empty() || s.everywhere_anything, std::memory_order_relaxed);
 }
 
 void device_copied(uintptr_t dst, uintptr_t src, size_t n) {
-  if (!active()) return;
+  if (!g_any.load(std::memory_order_relaxed)) return;
   State& s = state();
   ShimScope scope;
   auto d = cuda_regions().find(dst);
@@ -147,7 +163,7 @@ void device_copied(uintptr_t dst, uintptr_t src, size_t n) {
 }
 
 void cleared(uintptr_t dst, size_t n) {
-  if (!active()) return;
+  if (!g_any.load(std::memory_order_relaxed)) return;
   State& s = state();
   ShimScope scope;
   auto d = cuda_regions().find(dst);
@@ -156,14 +172,17 @@ void cleared(uintptr_t dst, size_t n) {
   if (!s.tables.empty()) s.tables.cleared(d->base, dst - d->base, n);
 }
 
-void freed(uintptr_t base) {
-  if (!active()) return;
+void freed(uintptr_t base, uint64_t size) {
+  if (!g_any.load(std::memory_order_relaxed)) return;
   State& s = state();
   std::lock_guard lock(s.mu);
   s.tables.freed(base);
+  std::erase_if(s.everywhere, [&](uintptr_t v) { return v >= base && v < base + size; });
+  g_any.store(!s.tables.empty() || !s.everywhere.empty() || s.everywhere_anything, std::memory_order_relaxed);
 }
 
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out) {
+  if (movable.empty() && !g_any.load(std::memory_order_relaxed)) return;
   State& s = state();
   std::lock_guard lock(s.mu);
   out->ordered.insert(out->ordered.end(), s.everywhere.begin(), s.everywhere.end());
@@ -180,6 +199,7 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
     };
     std::vector<Next> next;
     for (uintptr_t w : words) next.push_back({w, 0, false});
+    for (uintptr_t w : s.everywhere) next.push_back({w, 1, true});  // a module variable naming a table
     std::vector<uint64_t> seen;
     while (!next.empty() && seen.size() < kTables) {
       const Next at = next.back();
@@ -203,7 +223,7 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   }
   if (movable.empty()) return;
   Writes& writes = s.functions[f];
-  if (writes == Writes::no || (writes == Writes::unknown && t_check.pending)) return;
+  if (writes == Writes::no || (writes != Writes::tables && t_check.pending)) return;
   // The small buffers of device memory (ordinary or movable) the kernel is given.
   Check c{};
   c.f = f;
@@ -219,7 +239,9 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   }
   if (c.n == 0) return;
   if (writes == Writes::tables) {
-    for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], movable);
+    const std::vector<uintptr_t> given = bases_of(movable.data(), movable.size());
+    for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], given);
+    g_any.store(true, std::memory_order_relaxed);
     return;
   }
   for (uintptr_t w : movable) {
@@ -235,6 +257,7 @@ void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice re
   t_check.pending = false;
   if (!launched) return;
   ShimScope scope;
+  driver::RelaxedCapture relaxed;  // another thread may be capturing in global mode
   if (driver::stream_capturing(stream, per_thread)) return;  // learnt at a later launch
   CUevent e = nullptr;
   if (call_real(GMS_REAL(cuEventCreate), &e, static_cast<unsigned>(CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) return;
@@ -243,12 +266,19 @@ void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice re
   call_real(GMS_REAL(cuEventDestroy_v2), e);
   State& s = state();
   if (!over) {
-    // The work ahead of it did not end in time: taken for a writer of tables, so that no reader of
-    // its buffers is missed, rather than waited for again at each launch.
+    // The work ahead of it did not end in time. Once: checked again at a later launch. Twice: taken
+    // for a writer of tables, so that no reader of its buffers is missed, rather than waited for
+    // again at each launch.
     std::lock_guard lock(s.mu);
-    s.functions[c.f] = Writes::tables;
-    const std::vector<uintptr_t> given(c.movable, c.movable + c.n_movable);
+    Writes& w = s.functions[c.f];
+    if (w == Writes::unknown) {
+      w = Writes::late;
+      return;
+    }
+    w = Writes::tables;
+    const std::vector<uintptr_t> given = bases_of(c.movable, c.n_movable);
     for (uint32_t i = 0; i < c.n; ++i) s.tables.may_hold(c.base[i], c.size[i], given);
+    g_any.store(true, std::memory_order_relaxed);
     return;
   }
   constexpr uint64_t kRead = 64 << 10;  // a table starts its buffer
@@ -257,12 +287,16 @@ void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice re
   for (uint32_t i = 0; i < c.n; ++i) {
     const uint64_t n = std::min(c.size[i], kRead);
     bytes.resize(n);
-    if (!read(bytes.data(), c.base[i], n)) return;
+    if (!read(bytes.data(), c.base[i], n)) return;  // checked again at a later launch
     std::lock_guard lock(s.mu);
     std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n, s.tables);
     if (words.empty()) continue;
+    // Only addresses the buffer did not hold already: a kernel that reads a table a copy filled
+    // writes none.
+    if (s.tables.news(c.base[i], c.size[i], words) == 0) continue;
     writes = true;
     s.tables.stored(c.base[i], c.size[i], 0, n, words);
+    g_any.store(true, std::memory_order_relaxed);
   }
   std::lock_guard lock(s.mu);
   s.functions[c.f] = writes ? Writes::tables : Writes::no;

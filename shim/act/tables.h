@@ -35,7 +35,7 @@ void device_copied(uintptr_t dst, uintptr_t src, size_t n);
 void cleared(uintptr_t dst, size_t n);
 // The allocation at `base` was freed: what it held goes with it (the next allocation there, which
 // may come at once, holds no addresses).
-void freed(uintptr_t base);
+void freed(uintptr_t base, uint64_t size);
 
 struct Reached {
   std::vector<uintptr_t> used;     // addresses copies stored in the tables: uses like arguments
@@ -46,8 +46,8 @@ struct Reached {
 // what the tables among its arguments reach (added to `out`), and what the launch may write into
 // its small buffers. Called with the residency lock held, before the launch.
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out);
-// Reads `n` bytes of device memory at `src` into `dst` where no move can meet the read (movable
-// memory: under the residency lock, a parked chunk mapped first). False if the read failed.
+// Reads `n` bytes of device memory at `src` into `dst`, after any move of its chunk and where no
+// new move can meet the read, waiting a bounded time. False if the read failed or took too long.
 using ReadDevice = bool (*)(void* dst, uintptr_t src, size_t n);
 // After the launch on `stream`: when at_launch left the function to be learnt, waits for the
 // stream and reads its small buffers with `read` (once per function). No lock held.

@@ -108,9 +108,10 @@ CUresult unified_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st, bool 
   CUresult r = real();
   observe::copy_call(ok(r), n);
   if (ok(r)) observe::copy_classified(dk, sk, n, false);
-  if (ok(r) && dk == observe::PtrKind::device) {
-    if (sk == observe::PtrKind::pinned) act::tables::host_wrote(addr(d), reinterpret_cast<const void*>(s), n);
-    if (sk == observe::PtrKind::device) act::tables::device_copied(addr(d), addr(s), n);
+  // (A pinned source here may be memory the shim placed, whose device address is not its host one:
+  // not read. Pinned sources named as host pointers are, in host_device_copy.)
+  if (ok(r) && dk == observe::PtrKind::device && sk == observe::PtrKind::device) {
+    act::tables::device_copied(addr(d), addr(s), n);
   }
   return r;
 }

@@ -108,6 +108,20 @@ TEST(PointerTables, AnotherAllocationAtTheSameAddressStartsEmpty) {
   EXPECT_EQ(t.reach(kTable)->maybe, v({kA}));
 }
 
+TEST(PointerTables, NewsAreWordsTheTableDidNotHold) {
+  // A kernel that reads a table a copy filled leaves it as it was: no news, not a writer.
+  PointerTables t;
+  EXPECT_FALSE(t.in_span(kTable));
+  t.stored(kTable, 80, 0, 16, {{0, kA}, {8, kB}});
+  EXPECT_TRUE(t.in_span(kTable + 79));
+  EXPECT_FALSE(t.in_span(kTable + 80));
+  EXPECT_EQ(t.news(kTable, 80, {{0, kA}, {8, kB}}), 0u);
+  EXPECT_EQ(t.news(kTable, 80, {{0, kA}, {8, kC}}), 1u);
+  EXPECT_EQ(t.news(kTable, 80, {{16, kA}}), 1u);
+  EXPECT_EQ(t.news(kTable, 24, {{0, kA}}), 1u) << "another allocation at the address";
+  EXPECT_EQ(t.news(kOther, 80, {{0, kA}}), 1u);
+}
+
 TEST(PointerTables, TooManyAddressesReachAnything) {
   PointerTablesConfig cfg;
   cfg.max_pointers = 4;
