@@ -331,10 +331,6 @@ bool parking() {
   return scan_order() && options().swap_park.value;
 }
 
-// For act/tables.h: a read no move meets (moves are made under the residency lock) and that finds
-// a parked chunk mapped.
-bool read_device(void* dst, uintptr_t src, size_t n);
-
 // Caller holds s.mu. A use the scan cannot plan (its device, its kernel's layout or its stream's
 // capture state unknown, as when the query failed) is work no scan sees: nothing it might reach is
 // left parked or mid-copy, and the next round waits for the context.
@@ -691,34 +687,6 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
 }
 }  // namespace
 
-namespace {
-// On a stream of the shim's own that waits for nothing of the program's (a copy on the legacy
-// stream would wait for every blocking stream, which may wait for the program), after the copies
-// of the chunk's last move (its chunk mapped first if parked), under the residency lock so that no
-// new move starts meanwhile. To pageable memory the copy returns once done.
-bool read_device(void* dst, uintptr_t src, size_t n) {
-  ShimScope scope;
-  driver::RelaxedCapture relaxed;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  const int dev = driver::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return false;
-  static CUstream streams[kMaxDevices] = {};
-  CUstream& st = streams[dev];
-  if (!st && call_real(GMS_REAL(cuStreamCreate), &st, static_cast<unsigned>(CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
-    st = nullptr;
-    return false;
-  }
-  uintptr_t chunk = swap::chunk_of(src);
-  auto t = s.tracked.find(chunk);
-  const bool movable = t != s.tracked.end() && t->second.swap;
-  if (movable) swap::await_ready(&chunk, 1, st, false);
-  const CUresult r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, static_cast<CUdeviceptr>(src), n, st);
-  if (movable) swap::mark_used(&chunk, 1, st, false, false, false);  // no use to mark: the count only
-  return r == CUDA_SUCCESS && driver::sync_stream(st, false) == CUDA_SUCCESS;
-}
-}  // namespace
-
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
   const bool tracing = trace::enabled(), learn = learning();
   if (tracing || learn) {
@@ -832,7 +800,7 @@ void after_launch_slow(CUstream stream, bool per_thread, bool launched) {
     t_uses.unscanned = false;
   }
   swap::end_queue();  // after the marks: a waiting round finds them
-  tables::after_launch(stream, per_thread, launched, read_device);
+  tables::after_launch(stream, per_thread, launched);
 }
 
 }  // namespace gms::act

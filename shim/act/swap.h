@@ -140,6 +140,10 @@ void end_unscanned();
 // chunk, the chunk's host memory is mapped there first, since the driver knows nothing at a parked
 // address and the query would fail (CuPy importing a PyTorch tensor asks).
 void unpark(uintptr_t addr);
+// Reads `n` bytes at `src` (movable memory or not) into host memory at `dst`: after the copies of
+// the chunk's last move and with no round under way, on a stream of the shim's own that waits for
+// no work of the program's (mapping the chunk first if parked). Returns once the bytes are there.
+CUresult read(void* dst, uintptr_t src, size_t n);
 // Another thread's launch, copy, memset or work no scan sees is being queued: from the end of its
 // hook's planning (under the residency lock, after its own moves) to after its driver call. Rounds
 // of moves wait until no such window is open (act/residency.cc opens one for every launch and

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "act/config.h"
+#include "act/swap.h"
 #include "act/tracked.h"
 #include "core/guard.h"
 #include "core/log.h"
@@ -251,7 +252,7 @@ void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vec
   t_check = c;
 }
 
-void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice read) {
+void after_launch(CUstream stream, bool per_thread, bool launched) {
   if (!t_check.pending) return;
   const Check c = t_check;
   t_check.pending = false;
@@ -287,7 +288,7 @@ void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice re
   for (uint32_t i = 0; i < c.n; ++i) {
     const uint64_t n = std::min(c.size[i], kRead);
     bytes.resize(n);
-    if (!read(bytes.data(), c.base[i], n)) return;  // checked again at a later launch
+    if (swap::read(bytes.data(), c.base[i], n) != CUDA_SUCCESS) return;  // checked again at a later launch
     std::lock_guard lock(s.mu);
     std::vector<policy::PointerTables::Word> words = addresses_in(bytes.data(), n, s.tables);
     if (words.empty()) continue;

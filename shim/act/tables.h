@@ -46,11 +46,9 @@ struct Reached {
 // what the tables among its arguments reach (added to `out`), and what the launch may write into
 // its small buffers. Called with the residency lock held, before the launch.
 void at_launch(CUfunction f, const std::vector<uintptr_t>& words, const std::vector<uintptr_t>& movable, Reached* out);
-// Reads `n` bytes of device memory at `src` into `dst`, after any move of its chunk and where no
-// new move can meet the read, waiting a bounded time. False if the read failed or took too long.
-using ReadDevice = bool (*)(void* dst, uintptr_t src, size_t n);
 // After the launch on `stream`: when at_launch left the function to be learnt, waits for the
-// stream and reads its small buffers with `read` (once per function). No lock held.
-void after_launch(CUstream stream, bool per_thread, bool launched, ReadDevice read);
+// stream (a bounded time) and reads its small buffers (swap::read; once per function). No lock
+// held.
+void after_launch(CUstream stream, bool per_thread, bool launched);
 
 }  // namespace gms::act::tables

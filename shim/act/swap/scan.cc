@@ -154,6 +154,25 @@ void unpark(uintptr_t addr) {
   map_parked(bases);
 }
 
+CUresult read(void* dst, uintptr_t src, size_t n) {
+  ShimScope scope;
+  driver::RelaxedCapture relaxed;
+  std::lock_guard lock(mu());  // no round starts meanwhile
+  CUstream st = marks().copy_stream(1);  // the copies in: the read comes after those under way
+  if (!st) return CUDA_ERROR_NOT_READY;
+  Slabs& s = slabs();
+  if (s.slab_of(src)) {
+    auto it = s.ranges.find(chunk_of(src));
+    if (it != s.ranges.end()) {
+      std::vector<uintptr_t> bases{it->first};
+      map_parked(bases);
+      if (it->second.marks.ready.event) call_real(GMS_REAL(cuStreamWaitEvent), st, it->second.marks.ready.event, 0u);
+    }
+  }
+  const CUresult r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, static_cast<CUdeviceptr>(src), n, st);
+  return r == CUDA_SUCCESS ? driver::sync_stream(st, false) : r;
+}
+
 void begin_queue() {
   std::lock_guard lock(mu());
   ++scan().queueing;
