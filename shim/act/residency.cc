@@ -710,12 +710,12 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   l.launched(reinterpret_cast<uintptr_t>(f), t_trace.regions, t_trace.n);
   // Round trips are planned now: what ping-pong stopped before may move again.
   if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).clear_stops();
-  if (l.state() != was && log_enabled(LogLevel::debug)) {
+  if (l.state() != was && log_enabled(LogLevel::info)) {
     static const char* const kStates[] = {"searching", "recording", "following"};
     Line line;
     line.str("step learner on device ").i64(dev).str(": ").str(kStates[static_cast<int>(l.state())]).str(", a step of ")
         .u64(l.period()).str(" launches");
-    log(LogLevel::debug, line);
+    log(LogLevel::info, line);
   }
 }
 

@@ -49,6 +49,7 @@ namespace gms {
   X(swap_rounds, "rounds of moves of movable memory (bytes: copied out and in)")              \
   X(swap_made_host, "host memory made for movable memory (cuMemCreate)")                      \
   X(swap_made_device, "device memory made for movable memory (cuMemCreate)")                  \
+  X(swap_reused_pending, "device memory a copy in took while an earlier round's copy out still read it (ordered on the GPU)") \
   X(swap_sides, "side ranges mapped for the shim's copies of movable memory")                 \
   X(swap_dropped_dead, "device memory of chunks with nothing live given back to the driver")   \
   X(swap_dropped_spare, "spare device memory given back to the driver to stay within the budget") \

@@ -164,6 +164,19 @@ CUresult Backings::take_device(uint64_t size, int dev, Backing* out) {
   return r;
 }
 
+bool Backings::take_pending_device(uint64_t size, int dev, Backing* out, Mark* after) {
+  for (Pending& p : pending) {
+    if (!p.done.event) continue;
+    auto it = std::find_if(p.devices.begin(), p.devices.end(), [&](const Backing& b) { return b.dev == dev && b.size == size; });
+    if (it == p.devices.end()) continue;
+    *out = *it;
+    *after = p.done;
+    p.devices.erase(it);
+    return true;
+  }
+  return false;
+}
+
 void Backings::release(Chunk& c, bool keep) {
   if (c.on_device()) {
     if (keep) {

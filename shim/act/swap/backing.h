@@ -84,6 +84,10 @@ struct Backings {
   // Spare device memory of `size` on `dev` (side range and all), else new memory without a side
   // range; after waiting for the evictions' copies when the device is full and some are under way.
   CUresult take_device(uint64_t size, int dev, Backing* out);
+  // Scan order: device memory of `size` on `dev` that a batch's copies out still read, taken from
+  // the oldest such batch; `after` is the batch's end, which whatever writes the memory waits for
+  // on the GPU. False when no batch holds such memory.
+  bool take_pending_device(uint64_t size, int dev, Backing* out, Mark* after);
   // Releases a chunk's backing, or with `keep`, makes its device memory spare; the program's range
   // must already be unmapped there.
   void release(Chunk& c, bool keep = false);

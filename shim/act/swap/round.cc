@@ -237,11 +237,19 @@ void remap_prefetches(Round& round) {
     }
   };
   auto take_and_unmap = [&](Round::In& in, auto& flush) {
-    // Spare memory first: this round's evicted memory makes the copy in wait for its copy out.
+    // Spare memory first, then memory an earlier round's copies out still read (its copy in waits
+    // for them, which are over or nearly), then this round's evicted memory (the copy in waits for
+    // its copy out): none of it beyond the budget.
     auto f = round.freed.find(in.at.size());
-    const bool spare = !b.spare_device[in.at.range->dev].empty() || f == round.freed.end();
+    const int dev = in.at.range->dev;
+    const bool spare = std::any_of(b.spare_device[dev].begin(), b.spare_device[dev].end(),
+                                   [&](const Backing& d) { return d.size == in.at.size(); });
+    Mark after;
     CUresult r = CUDA_SUCCESS;
-    if (!spare) {
+    if (!spare && round.scan && b.take_pending_device(in.at.size(), dev, &in.device, &after)) {
+      gpu_wait(after, round.in_stream, round.in_pt);
+      runtime_stats().decision(Decision::swap_reused_pending, in.at.size());
+    } else if (!spare && f != round.freed.end()) {
       in.device = f->second.device;
       gpu_wait(f->second.copied, round.in_stream, round.in_pt);  // its copy out first
       mk.give(f->second.copied);
@@ -275,10 +283,18 @@ void finish(Round& round) {
   Marks& mk = marks();
   Backings& b = backings();
   if (round.scan) {
-    // One event ends the round's copies, in after out: the ranges are ready after it (launches
-    // and transfers wait for it on the GPU: await_ready), and the spent memory is free.
+    // A chunk brought in is ready after its own copy (which waited for the copy out of the memory
+    // it reuses): a launch that uses it need not wait for this round's other copies out, which run
+    // beside it. One event ends all the round's copies, in after out: the evicted ranges are ready
+    // after it, and the spent memory is free.
     bool ok = true;
-    if (!round.outs.empty()) {
+    for (Round::In& in : round.ins) {
+      if (!ok) break;
+      RangeMarks& rm = in.at.range->marks;
+      if (!rm.ready.event) rm.ready = mk.take();
+      ok = rm.ready.event && record(rm.ready, round.in_stream);
+    }
+    if (ok && !round.outs.empty()) {
       Mark out_done = mk.take();
       ok = out_done.event && record(out_done, round.out_stream);
       if (ok) gpu_wait(out_done, round.in_stream, round.in_pt);
@@ -291,6 +307,7 @@ void finish(Round& round) {
     }
     for (Range* range : round.touched) {
       if (!ok) break;
+      if (std::any_of(round.ins.begin(), round.ins.end(), [&](const Round::In& in) { return in.at.range == range; })) continue;
       if (!range->marks.ready.event) range->marks.ready = mk.take();
       ok = range->marks.ready.event && record(range->marks.ready, round.in_stream);
     }

@@ -5,10 +5,13 @@
 # traced run with no budget to speak of); policy auto with nothing else set but the budget, and with
 # no budget (what it costs a step that fits); PyTorch's save_on_cpu under
 # set_per_process_memory_fraction; at peak / 1.5 also policy spill (the default before auto) and
-# off (out of memory); policy auto in context order. Rows go to $OUT/zoo.jsonl, the
-# table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. GPU safety: every run under the
-# shim caps managed memory and sets a device limit. MODELS, STEPS, BUDGETS (divisors) and GPUS (lanes,
-# one GPU each) may be set.
+# off (out of memory); policy auto traced, for where its step's time goes (the report's busy and
+# idle time, and the bytes it moved); with CONTEXT=1, policy auto in context order. Rows go to
+# $OUT/zoo.jsonl, the table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. Step times are
+# the median after three warm-up steps; 14 steps by default, so that most of them run after the
+# step learner has found the step and recorded it (four steps): a training run's steady state.
+# GPU safety: every run under the shim caps managed memory and sets a device limit. MODELS, STEPS,
+# BUDGETS (divisors), CONTEXT and GPUS (lanes, one GPU each) may be set.
 set -u
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-out}
@@ -21,7 +24,7 @@ fi
 SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
 TOOL=$(readlink -f "$B/tools/gpumemshim")
 MODELS=${MODELS:-resnet50 llama vit gpt}
-STEPS=${STEPS:-7}
+STEPS=${STEPS:-14}
 BUDGETS=${BUDGETS:-1.2 1.5}
 LOG="$OUT/zoo.log"
 ROWS="$OUT/zoo.jsonl"
@@ -53,8 +56,17 @@ bench_model() {
     # Policy auto with nothing else set but the budget.
     row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
     row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --save-on-cpu $((mib * 1048576)))"
-    # The order for kernels that reach memory by pointers no hook sees: what its safety costs.
-    row "$m" "$div" "auto, context order" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_SWAP_ORDER=context GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
+    # Where auto's step time goes: the same run traced (tracing costs it some time), the report's
+    # view of its repeating step.
+    timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
+      python3 $Z "$m" --steps "$STEPS" >/dev/null 2>>"$LOG"
+    row "$m" "$div" "auto, traced" "$("$TOOL" report "$TMP/$m-$div.jsonl" --json 2>>"$LOG" |
+      python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copied_in","copied_out","missing")}))')"
+    rm -f "$TMP/$m-$div.jsonl"
+    if [ "${CONTEXT:-0}" = 1 ]; then
+      # The order for kernels that reach memory by pointers no hook sees: what its safety costs.
+      row "$m" "$div" "auto, context order" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_SWAP_ORDER=context GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
+    fi
     if [ "$div" = 1.5 ]; then
       # Policy spill (the default before auto) at the budget, and off: out of memory.
       row "$m" "$div" "spill" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps 4)"

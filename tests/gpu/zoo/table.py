@@ -1,7 +1,9 @@
 """The zoo's table (tests/gpu/zoo/bench.sh): one row per model and budget, each configuration's step
 time with its ratio to the same model's step with no limit, the bound (the least step time any
 schedule can reach at that budget on this link) and the planner's schedule of its step, and the
-ratios that matter: policy auto to the bound, and save_on_cpu against auto.
+ratios that matter: policy auto to the bound, and save_on_cpu against auto; then, from auto's traced
+run, where its step's time went: kernels running, the GPU idle while copies ran (copies not
+overlapped), the GPU idle with nothing to run (the host's waits), and the bytes moved each way.
 
   table.py zoo.jsonl
 """
@@ -44,6 +46,16 @@ def main(path):
                    " | " + (f"{learn / floor:.2f}x" if learn and floor else "") + " | " +
                    (f"{soc / learn:.2f}x" if learn and soc else "") + " | " +
                    f"{free.get('loss')}; {c.get('auto', {}).get('loss')} |")
+    out += ["", "Where auto's step went (its traced run; tracing slows it a little):", "",
+            "| model | budget | step (traced) | kernels running | idle, copies running | idle, nothing on the GPU | GB in / out a step |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for (model, div), c in sorted(by.items()):
+        t = c.get("auto, traced")
+        if div == "1" or not t or not t.get("measured_ns"):
+            continue
+        ms = lambda k: (t.get(k) or 0) / 1e6
+        out.append(f"| {model} | peak/{div} | {ms('measured_ns'):.0f} | {ms('busy_ns'):.0f} | {ms('idle_copying_ns'):.0f} | "
+                   f"{ms('idle_ns') - ms('idle_copying_ns'):.0f} | {(t.get('copied_in') or 0) / 1e9:.1f} / {(t.get('copied_out') or 0) / 1e9:.1f} |")
     print("\n".join(out))
 
 
