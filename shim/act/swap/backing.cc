@@ -164,6 +164,10 @@ CUresult Backings::take_device(uint64_t size, int dev, Backing* out) {
   return r;
 }
 
+bool Backings::has_spare_device(uint64_t size, int dev) const {
+  return std::any_of(spare_device[dev].begin(), spare_device[dev].end(), [&](const Backing& b) { return b.size == size; });
+}
+
 bool Backings::take_pending_device(uint64_t size, int dev, Backing* out, Mark* after) {
   for (Pending& p : pending) {
     if (!p.done.event) continue;

@@ -84,6 +84,7 @@ struct Backings {
   // Spare device memory of `size` on `dev` (side range and all), else new memory without a side
   // range; after waiting for the evictions' copies when the device is full and some are under way.
   CUresult take_device(uint64_t size, int dev, Backing* out);
+  bool has_spare_device(uint64_t size, int dev) const;
   // Scan order: device memory of `size` on `dev` that a batch's copies out still read, taken from
   // the oldest such batch; `after` is the batch's end, which whatever writes the memory waits for
   // on the GPU. False when no batch holds such memory.

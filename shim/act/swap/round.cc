@@ -242,8 +242,7 @@ void remap_prefetches(Round& round) {
     // its copy out): none of it beyond the budget.
     auto f = round.freed.find(in.at.size());
     const int dev = in.at.range->dev;
-    const bool spare = std::any_of(b.spare_device[dev].begin(), b.spare_device[dev].end(),
-                                   [&](const Backing& d) { return d.size == in.at.size(); });
+    const bool spare = b.has_spare_device(in.at.size(), dev);
     Mark after;
     CUresult r = CUDA_SUCCESS;
     if (!spare && round.scan && b.take_pending_device(in.at.size(), dev, &in.device, &after)) {

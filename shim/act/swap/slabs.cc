@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "driver/budget.h"
@@ -254,10 +255,24 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
   // The chunks with no backing get theirs first, so that a failure leaves the arena as it was.
   const uint64_t chunk = sl->arena.chunk_bytes();
   std::vector<std::pair<uint64_t, Chunk>> made;
+  // Scan order: device memory that a round's copies out still read (the evictions that made room
+  // for this allocation, most often) rather than new memory beyond the budget; the new chunks are
+  // ready after those copies (on the shim's stream for copies in, after the round's end), and
+  // every use waits for that on the GPU.
+  // (Pending copies exist only where the round made the shim's streams.)
+  CUstream in_stream = on_device && !b.pending.empty() && scan_order() && driver::current_device() == dev ? marks().copy_stream(1) : nullptr;
+  bool after_copies = false;
   for (uint64_t c = sl->arena.first_chunk(spot.offset); c <= sl->arena.last_chunk(spot.offset, spot.size) && r == CUDA_SUCCESS; ++c) {
     if (sl->arena.backing(c) != policy::Arena::Backing::none) continue;
     Chunk ch;
-    r = on_device ? b.take_device(chunk, dev, &ch.device) : b.take_host(chunk, dev, &ch.host);
+    Mark after;
+    if (in_stream && !b.has_spare_device(chunk, dev) && b.take_pending_device(chunk, dev, &ch.device, &after)) {
+      gpu_wait(after, in_stream, false);
+      after_copies = true;
+      runtime_stats().decision(Decision::swap_reused_pending, chunk);
+    } else {
+      r = on_device ? b.take_device(chunk, dev, &ch.device) : b.take_host(chunk, dev, &ch.host);
+    }
     if (r == CUDA_SUCCESS) made.emplace_back(c, ch);
   }
   // Mapped in runs of neighbours: one access call each.
@@ -273,14 +288,38 @@ CUresult create(CUdeviceptr* out, uint64_t bytes, int dev, bool on_device, const
     for (size_t k = 0; k + 1 < mapped; ++k) {
       for (const Piece& p : runs[k]) call_real(GMS_REAL(cuMemUnmap), p.va, static_cast<size_t>(p.size));
     }
+    // Memory copies out may still read is not spare before they end.
+    if (after_copies) driver::sync_stream(in_stream, false);
     for (auto& [c, ch] : made) b.release(ch, true);
     return r;
+  }
+  Marks& mk = marks();
+  bool waited = false;  // for the copies, here, when an event would not do
+  auto mark_after = [&](Mark& m) {
+    if (!after_copies || waited) return;
+    m = mk.take();
+    if (m.event && record(m, in_stream)) return;
+    mk.give(m);
+    Timed t(Timing::swap_wait_ns);
+    driver::sync_stream(in_stream, false);
+    waited = true;
+  };
+  if (after_copies) {
+    // Work no scan sees waits for the last copies: these are now.
+    Mark& last = mk.last_copies[dev];
+    if (!last.event) last = mk.take();
+    if (!(last.event && record(last, in_stream))) {
+      Timed t(Timing::swap_wait_ns);
+      driver::sync_stream(in_stream, false);
+      waited = true;
+    }
   }
   for (auto& [c, ch] : made) {
     Range range;
     range.size = chunk;
     range.dev = dev;
     range.chunk = ch;
+    mark_after(range.marks.ready);
     s.ranges.emplace(sl->chunk_base(c), std::move(range));
     sl->arena.set_backing(c, on_device ? policy::Arena::Backing::device : policy::Arena::Backing::host);
   }

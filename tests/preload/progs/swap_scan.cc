@@ -185,8 +185,10 @@ int main() {
     CK(cuMemFree(f));
   }
   {
-    // A card fuller than the budget says: the new chunk cannot be made before the evictions that
-    // make its room, so they go first, and it is made on the device after them.
+    // The evictions that make room for a new chunk go first, and the new chunk takes the device
+    // memory they leave while their copies out still read it: no memory is made beyond the budget
+    // (on a card fuller than the budget says, making it would fail), and the chunk's uses wait on
+    // the GPU for the copies (its ready mark, recorded on the shim's stream after them).
     CUdeviceptr g = 0, h = 0, k = 0;
     CK(cuMemAlloc(&g, 4 * MiB));
     CK(cuMemAlloc(&h, 4 * MiB));
@@ -196,8 +198,10 @@ int main() {
     Count copies("cuMemcpyDtoDAsync_v2");
     CK(cuMemAlloc(&k, 4 * MiB));  // g, the least recently used, goes out
     CHECK(copies.added() == 1);
-    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemCreate"));
+    CHECK(last("cuMemCreate") < last("cuMemcpyDtoDAsync_v2"));  // nothing made after the copy out
     CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuMemSetAccess"));
+    CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuStreamWaitEvent") && last("cuStreamWaitEvent") < last("cuEventRecord"));
+    fake_cuda_fail_device_creates(0);
     put(k, 9);
     CHECK(holds(g, 7, 0) && holds(h, 8, 0) && holds(k, 9, 0));
     CK(cuMemFree(g));
