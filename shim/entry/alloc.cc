@@ -1,4 +1,5 @@
 // Allocation, free, host pinning and VMM entry points.
+#include "act/arrays.h"
 #include "act/copy.h"
 #include "act/host_alloc.h"
 #include "act/placement.h"
@@ -189,6 +190,62 @@ GMS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
     return call_real(GMS_REAL(cuMemCreate), h, n, p, f);
   });
   observe::call(Family::vmm, ok(r), size);
+  return r;
+}
+
+namespace {
+// An array of `shape`, made by `make` (the driver's call) when the budget allows it.
+template <typename H, typename F>
+CUresult array_create(H* handle, const policy::ArrayShape& shape, F&& make) {
+  const uint64_t bytes = policy::array_bytes(shape);
+  int dev = -1;
+  if (handle && !act::array_may_create(bytes, &dev)) {
+    observe::call(Family::mem_alloc, false, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUresult r = make();
+  if (ok(r) && handle) act::array_created(reinterpret_cast<uint64_t>(*handle), bytes, dev);
+  observe::call(Family::mem_alloc, ok(r), bytes);
+  return r;
+}
+
+policy::ArrayShape shape_of(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned levels = 1) {
+  return {d.Width, d.Height, d.Depth, static_cast<uint32_t>(d.Format), d.NumChannels, d.Flags, levels};
+}
+}  // namespace
+
+GMS_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* desc) {
+  GMS_NESTED(cuArrayCreate_v2, handle, desc);
+  if (!desc) return call_real(GMS_REAL(cuArrayCreate_v2), handle, desc);
+  const policy::ArrayShape shape{desc->Width, desc->Height, 0, static_cast<uint32_t>(desc->Format), desc->NumChannels, 0, 1};
+  return array_create(handle, shape, [&] { return call_real(GMS_REAL(cuArrayCreate_v2), handle, desc); });
+}
+
+GMS_EXPORT CUresult cuArray3DCreate_v2(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
+  GMS_NESTED(cuArray3DCreate_v2, handle, desc);
+  if (!desc) return call_real(GMS_REAL(cuArray3DCreate_v2), handle, desc);
+  return array_create(handle, shape_of(*desc), [&] { return call_real(GMS_REAL(cuArray3DCreate_v2), handle, desc); });
+}
+
+GMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned int levels) {
+  GMS_NESTED(cuMipmappedArrayCreate, handle, desc, levels);
+  if (!desc) return call_real(GMS_REAL(cuMipmappedArrayCreate), handle, desc, levels);
+  return array_create(handle, shape_of(*desc, levels), [&] { return call_real(GMS_REAL(cuMipmappedArrayCreate), handle, desc, levels); });
+}
+
+GMS_EXPORT CUresult cuArrayDestroy(CUarray handle) {
+  GMS_NESTED(cuArrayDestroy, handle);
+  CUresult r = call_real(GMS_REAL(cuArrayDestroy), handle);
+  if (ok(r)) act::array_destroyed(reinterpret_cast<uint64_t>(handle));
+  observe::call(Family::mem_free, ok(r), 0);
+  return r;
+}
+
+GMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle) {
+  GMS_NESTED(cuMipmappedArrayDestroy, handle);
+  CUresult r = call_real(GMS_REAL(cuMipmappedArrayDestroy), handle);
+  if (ok(r)) act::array_destroyed(reinterpret_cast<uint64_t>(handle));
+  observe::call(Family::mem_free, ok(r), 0);
   return r;
 }
 

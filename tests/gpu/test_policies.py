@@ -224,6 +224,17 @@ def test_placement_rules_on_the_gpu(tmp_path_factory, shim, workdir):
     assert d["kept_on_device"]["calls"] >= 1, f"the capture's own allocation: {d}"
 
 
+@pytest.mark.parametrize("policy", ["auto", "spill-managed"])
+def test_arrays_within_the_budget(policy, tmp_path_factory, shim, workdir):
+    """placement/arrays.cu: a 64 MiB CUDA array counts against a 256 MiB budget until it is freed,
+    its texels read back as written, and a 512 MiB one is refused with out-of-memory."""
+    exe = _placement_program(tmp_path_factory, "arrays")
+    env = {**SAFE, **POLICIES[policy], "GPUMEMSHIM_DEVICE_LIMIT": "256M"}
+    run = run_program([exe], shim=shim, workdir=workdir, env_extra=env)
+    assert run.stdout.decode().strip() == "ok", run.stdout.decode() + run.stderr_tail()
+    assert run.stats["decisions"]["refused"]["calls"] == 1, run.stats["decisions"]
+
+
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_textures_under_policy(policy, tmp_path_factory, shim, workdir):
     """placement/swap_tex.cu: kernels reading six 64 MiB buffers through texture objects (linear

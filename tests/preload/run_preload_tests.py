@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 144 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 149 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -179,6 +179,10 @@ class Expect:
         self.call("mem_get_info")
         self.call("vmm", vmm)                                 # cuMemCreate
         self.alloc("vmm", "vmm", vmm)                         # cuMemMap
+        for n in (256 * 4, 8 * 8 * 8 * 4, 8 * 8 * 8 * 4 + 4 * 4 * 4 * 4):  # arrays: 1D float, 3D uchar4, 2 mip levels
+            self.call("mem_alloc", n)
+        for _ in range(3):                                    # cuArrayDestroy (twice), cuMipmappedArrayDestroy
+            self.call("mem_free", 0)
         for direction, kind in [
                 ("htod", "pageable"), ("htod", "pageable"),   # HtoD, _ptds
                 ("dtoh", "pageable"), ("dtoh", "pageable"),   # DtoH, _ptds
@@ -428,7 +432,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("144 hooked implementations called", run.stdout)
+        self.assertIn("149 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -831,6 +835,19 @@ class PreloadPlacement(PreloadCase):
             d = self.only_stats(run)["decisions"]
             self.assertEqual(d["spilled_vmm"]["bytes"], 0 if policy == "off" else 16 * MiB, policy)
             self.assertEqual(d["refused"]["calls"], 2 if policy == "off" else 0, policy)
+
+    def test_arrays_under_the_budget(self):
+        # CUDA arrays: counted from creation to destroy, refused past the budget under every policy
+        # (they cannot be host memory), room made by moving movable memory out under swap and auto
+        # (progs/arrays_budget.cc checks the bytes and cuMemGetInfo).
+        for policy in ("auto", "spill", "swap", "off"):
+            env = {"GPUMEMSHIM_POLICY": policy, "GPUMEMSHIM_DEVICE_LIMIT": "16M", "GPUMEMSHIM_MANAGED_LIMIT": "64M",
+                   "GPUMEMSHIM_SWAP_CHUNK": "2M"}
+            run = self.run_program("arrays_budget", policy, env=env)
+            self.assertIn(f"arrays ok ({policy})", run.stdout)
+            d = self.only_stats(run)["decisions"]
+            self.assertEqual(d["refused"]["calls"], 1, policy)
+            self.assertEqual(d["evicted"]["bytes"] >= 4 * MiB, policy in ("auto", "swap"), policy)
 
 
 class PreloadSwap(PreloadCase):

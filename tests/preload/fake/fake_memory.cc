@@ -378,3 +378,71 @@ FAKE_IMPL(cuMemAdvise_v2)(CUdeviceptr p, size_t n, CUmem_advise, CUmemLocation l
   if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE && loc.type != CU_MEM_LOCATION_TYPE_HOST) return CUDA_ERROR_INVALID_VALUE;
   return managed_range(p, n);
 }
+
+// ---- CUDA arrays ---------------------------------------------------------------------------------
+// Opaque handles that take device memory: width x height x depth x channels x the format's bytes
+// (plain formats only; others count four bytes a channel), every mip level at the base level's size.
+
+namespace {
+std::map<uintptr_t, size_t>& arrays() {
+  static auto* m = new std::map<uintptr_t, size_t>;  // leaked: see fake_vmm.cc
+  return *m;
+}
+size_t format_bytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    default: return 4;
+  }
+}
+CUresult array_make(uintptr_t* handle, size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned levels) {
+  FAKE_TRY(need_ctx());
+  if (!handle || w == 0 || ch == 0) return CUDA_ERROR_INVALID_VALUE;
+  const size_t bytes = w * (h ? h : 1) * (d ? d : 1) * ch * format_bytes(f) * (levels ? levels : 1);
+  if (g_device_used.load() + bytes > kTotalMem) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_device_used.fetch_add(bytes);
+  std::lock_guard<std::mutex> lock(g_mu);
+  static uintptr_t next = 0xa0000;
+  next += 0x10;
+  arrays()[next] = bytes;
+  *handle = next;
+  return CUDA_SUCCESS;
+}
+CUresult array_drop(uintptr_t handle) {
+  FAKE_TRY(need_ctx());
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = arrays().find(handle);
+  if (it == arrays().end()) return CUDA_ERROR_INVALID_HANDLE;
+  g_device_used.fetch_sub(it->second);
+  arrays().erase(it);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+FAKE_IMPL(cuArrayCreate_v2)(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* d) {
+  FAKE_ENTER(k_cuArrayCreate_v2);
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  return array_make(reinterpret_cast<uintptr_t*>(handle), d->Width, d->Height, 0, d->Format, d->NumChannels, 1);
+}
+
+FAKE_IMPL(cuArray3DCreate_v2)(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  FAKE_ENTER(k_cuArray3DCreate_v2);
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  return array_make(reinterpret_cast<uintptr_t*>(handle), d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
+}
+
+FAKE_IMPL(cuMipmappedArrayCreate)(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned int levels) {
+  FAKE_ENTER(k_cuMipmappedArrayCreate);
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  return array_make(reinterpret_cast<uintptr_t*>(handle), d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
+}
+
+FAKE_IMPL(cuArrayDestroy)(CUarray handle) {
+  FAKE_ENTER(k_cuArrayDestroy);
+  return array_drop(reinterpret_cast<uintptr_t>(handle));
+}
+
+FAKE_IMPL(cuMipmappedArrayDestroy)(CUmipmappedArray handle) {
+  FAKE_ENTER(k_cuMipmappedArrayDestroy);
+  return array_drop(reinterpret_cast<uintptr_t>(handle));
+}

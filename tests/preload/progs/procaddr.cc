@@ -396,6 +396,23 @@ void every_hook(CUcontext ctx, CUstream s) {
   CUmemGenericAllocationHandle again = 0;
   ONE(cuMemRetainAllocationHandle, PFN_cuMemRetainAllocationHandle_v11000, &again, reinterpret_cast<void*>(va));
   CHECK(again == hdl);
+  // CUDA arrays: 1D, 3D and mipmapped, counted against the budget until destroyed.
+  CUarray ar1 = nullptr, ar3 = nullptr;
+  CUmipmappedArray mip = nullptr;
+  CUDA_ARRAY_DESCRIPTOR ad = {};
+  ad.Width = 256;
+  ad.Format = CU_AD_FORMAT_FLOAT;
+  ad.NumChannels = 1;
+  ONE(cuArrayCreate_v2, PFN_cuArrayCreate_v3020, &ar1, &ad);
+  CUDA_ARRAY3D_DESCRIPTOR ad3 = {};
+  ad3.Width = ad3.Height = ad3.Depth = 8;
+  ad3.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  ad3.NumChannels = 4;
+  ONE(cuArray3DCreate_v2, PFN_cuArray3DCreate_v3020, &ar3, &ad3);
+  ONE(cuMipmappedArrayCreate, PFN_cuMipmappedArrayCreate_v5000, &mip, &ad3, 2u);
+  ONE(cuArrayDestroy, PFN_cuArrayDestroy_v2000, ar1);
+  CK(get<PFN_cuArrayDestroy_v2000>("cuArrayDestroy")(ar3));
+  ONE(cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, mip);
 
   // ---- linear copies
   fill(hp, S, 1);
@@ -487,7 +504,7 @@ void every_hook(CUcontext ctx, CUstream s) {
   ONE(cuMemcpy3DPeerAsync_ptsz, PFN_cuMemcpy3DPeerAsync_v7000_ptsz, &c3p, s);    // peer
   CHECK(same(host(d5), ref, S));
 
-  // ---- CUDA arrays: the stand-in has none. 14 calls, 14 errors.
+  // ---- copies to and from CUDA arrays: the stand-in has none. 14 calls, 14 errors.
   const CUresult ns = CUDA_ERROR_NOT_SUPPORTED;
   CUarray arr = nullptr;
   ONE_R(ns, cuMemcpyHtoA_v2, PFN_cuMemcpyHtoA_v3020, arr, 0, hp, S);

@@ -1,0 +1,75 @@
+#include "arrays.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "act/config.h"
+#include "act/placement.h"
+#include "act/residency.h"
+#include "core/guard.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "driver/budget.h"
+#include "driver/calls.h"
+#include "trace/trace.h"
+
+namespace gms::act {
+namespace {
+
+struct Array {
+  uint64_t bytes = 0;
+  int dev = 0;
+};
+
+struct Arrays {
+  std::mutex mu;
+  std::unordered_map<uint64_t, Array> of;
+};
+
+Arrays& arrays() {
+  static NoDestructor<Arrays> a;
+  return *a;
+}
+
+}  // namespace
+
+bool array_may_create(uint64_t bytes, int* dev) {
+  *dev = driver::current_device();
+  if (*dev < 0 || !placement_active()) return true;
+  const auto& cfg = placement_config();
+  policy::Placement p = policy::place_array(cfg, placement_budget(*dev), bytes);
+  if (p.where == policy::Where::out_of_memory && cfg.policy != policy::PolicyKind::off) {
+    // Movable memory can leave for the host; the array cannot.
+    residency_make_room(*dev, bytes);
+    p = policy::place_array(cfg, placement_budget(*dev), bytes);
+  }
+  if (p.where != policy::Where::out_of_memory) return true;
+  Line l;
+  l.str("CUDA array of ").bytes(bytes).str(" on device ").i64(*dev).str(": refused (").str(p.reason).str("; device budget ")
+      .bytes(budget::limit(*dev)).str(", in use ").bytes(ledger().used(*dev)).str(")");
+  log(LogLevel::info, l);
+  runtime_stats().decision(Decision::refused, bytes);
+  if (trace::enabled()) trace::decision("refuse", 0, bytes, *dev, p.reason);
+  return false;
+}
+
+void array_created(uint64_t handle, uint64_t bytes, int dev) {
+  if (dev < 0) return;
+  Arrays& a = arrays();
+  std::lock_guard lock(a.mu);
+  auto it = a.of.find(handle);
+  if (it != a.of.end()) ledger().sub_used(it->second.dev, it->second.bytes);  // its destroy went unseen
+  a.of[handle] = Array{bytes, dev};
+  ledger().add_used(dev, bytes);
+}
+
+void array_destroyed(uint64_t handle) {
+  Arrays& a = arrays();
+  std::lock_guard lock(a.mu);
+  auto it = a.of.find(handle);
+  if (it == a.of.end()) return;
+  ledger().sub_used(it->second.dev, it->second.bytes);
+  a.of.erase(it);
+}
+
+}  // namespace gms::act
