@@ -36,7 +36,8 @@ uint64_t texel_bytes_x16(uint32_t format, uint32_t channels) {
 }  // namespace
 
 uint64_t array_bytes(const ArrayShape& a) {
-  const bool layered = a.flags & kArrayLayered;
+  if (a.flags & (kArraySparse | kArrayDeferred)) return 0;
+  const bool layered = a.flags & (kArrayLayered | kArrayCubemap);
   uint64_t texels = 0;
   const uint32_t levels = std::clamp<uint32_t>(a.levels, 1, 64);
   for (uint32_t l = 0; l < levels; ++l) {

@@ -22,9 +22,13 @@ struct ArrayShape {
   uint32_t levels = 1;  // mipmap levels (cuMipmappedArrayCreate)
 };
 constexpr uint32_t kArrayLayered = 0x01;  // CUDA_ARRAY3D_LAYERED: depth counts layers, not halved per level
+constexpr uint32_t kArrayCubemap = 0x04;  // CUDA_ARRAY3D_CUBEMAP: depth counts faces, likewise
+constexpr uint32_t kArraySparse = 0x40;   // CUDA_ARRAY3D_SPARSE: memory comes later, mapped by the program
+constexpr uint32_t kArrayDeferred = 0x80;  // CUDA_ARRAY3D_DEFERRED_MAPPING: likewise
 
 // Bytes of texels the array holds, all levels: the driver's tiling adds some, which the estimate
-// leaves out. Formats the table does not know count four bytes a channel.
+// leaves out. Formats the table does not know count four bytes a channel. Sparse and deferred-
+// mapping arrays hold none when made (their memory is the program's own cuMemCreate, counted there).
 uint64_t array_bytes(const ArrayShape& a);
 
 // Within the budget: on the device. Past it: out of memory, under every policy (under off only

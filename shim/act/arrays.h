@@ -12,11 +12,22 @@
 namespace gms::act {
 
 // Whether an array of `bytes` may be made on the current device; false: answer out of memory.
-// Makes room by evicting movable memory when the budget is short.
+// Makes room (freed movable memory kept for reuse first, then evictions of movable and prefetched
+// managed memory) when the budget is short, and leaves no spare device memory beyond what the
+// array leaves of the budget.
 bool array_may_create(uint64_t bytes, int* dev);
+// The driver said out of memory (the card is fuller than the budget says): every bit of device
+// memory the shim keeps for reuse goes back; true when some did, and the create is worth a retry.
+bool array_room_after_refusal(int dev);
 // The array `handle` (a CUarray or CUmipmappedArray) was made: it counts from now.
 void array_created(uint64_t handle, uint64_t bytes, int dev);
-// It was destroyed: it counts no more.
-void array_destroyed(uint64_t handle);
+// Before the driver destroys `handle`: it counts no more, and the books say what it was (bytes 0
+// when unknown), for array_created to put back should the destroy fail. Taken off before the call:
+// a handle the driver hands out again at once belongs to the next array.
+struct ArrayBooked {
+  uint64_t bytes = 0;
+  int dev = -1;
+};
+ArrayBooked array_destroying(uint64_t handle);
 
 }  // namespace gms::act

@@ -204,6 +204,7 @@ CUresult array_create(H* handle, const policy::ArrayShape& shape, F&& make) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUresult r = make();
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && act::array_room_after_refusal(dev)) r = make();
   if (ok(r) && handle) act::array_created(reinterpret_cast<uint64_t>(*handle), bytes, dev);
   observe::call(Family::mem_alloc, ok(r), bytes);
   return r;
@@ -235,16 +236,18 @@ GMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
 
 GMS_EXPORT CUresult cuArrayDestroy(CUarray handle) {
   GMS_NESTED(cuArrayDestroy, handle);
+  const act::ArrayBooked booked = act::array_destroying(reinterpret_cast<uint64_t>(handle));
   CUresult r = call_real(GMS_REAL(cuArrayDestroy), handle);
-  if (ok(r)) act::array_destroyed(reinterpret_cast<uint64_t>(handle));
+  if (!ok(r) && booked.bytes) act::array_created(reinterpret_cast<uint64_t>(handle), booked.bytes, booked.dev);
   observe::call(Family::mem_free, ok(r), 0);
   return r;
 }
 
 GMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle) {
   GMS_NESTED(cuMipmappedArrayDestroy, handle);
+  const act::ArrayBooked booked = act::array_destroying(reinterpret_cast<uint64_t>(handle));
   CUresult r = call_real(GMS_REAL(cuMipmappedArrayDestroy), handle);
-  if (ok(r)) act::array_destroyed(reinterpret_cast<uint64_t>(handle));
+  if (!ok(r) && booked.bytes) act::array_created(reinterpret_cast<uint64_t>(handle), booked.bytes, booked.dev);
   observe::call(Family::mem_free, ok(r), 0);
   return r;
 }

@@ -47,6 +47,19 @@ TEST(ArrayBytes, MipLevelsAddUpAndLayersDoNotShrink) {
   EXPECT_EQ(array_bytes(a), 512u + 64 + 8 + 1);
   a.flags = kArrayLayered;  // 8 layers of each level
   EXPECT_EQ(array_bytes(a), 8u * (64 + 16 + 4 + 1));
+  a.flags = kArrayCubemap;  // six faces of each level
+  a.depth = 6;
+  EXPECT_EQ(array_bytes(a), 6u * (64 + 16 + 4 + 1));
+}
+
+TEST(ArrayBytes, SparseAndDeferredHoldNothingWhenMade) {
+  ArrayShape a;
+  a.width = a.height = 1024;
+  a.format = 0x20;
+  a.flags = kArraySparse;
+  EXPECT_EQ(array_bytes(a), 0u);
+  a.flags = kArrayDeferred;
+  EXPECT_EQ(array_bytes(a), 0u);
 }
 
 TEST(PlaceArray, WithinTheBudgetOnTheDeviceElseOutOfMemory) {
