@@ -210,6 +210,18 @@ CUresult array_create(H* handle, const policy::ArrayShape& shape, F&& make) {
   return r;
 }
 
+// The destroy of array `handle` by `destroy` (the driver's call): off the books first, back on if
+// the driver refuses.
+template <typename H, typename F>
+CUresult array_destroy(H handle, F&& destroy) {
+  const uint64_t key = reinterpret_cast<uint64_t>(handle);
+  const act::ArrayBooked booked = act::array_destroying(key);
+  CUresult r = destroy();
+  if (!ok(r) && booked.bytes) act::array_created(key, booked.bytes, booked.dev);
+  observe::call(Family::mem_free, ok(r), 0);
+  return r;
+}
+
 policy::ArrayShape shape_of(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned levels = 1) {
   return {d.Width, d.Height, d.Depth, static_cast<uint32_t>(d.Format), d.NumChannels, d.Flags, levels};
 }
@@ -236,20 +248,12 @@ GMS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
 
 GMS_EXPORT CUresult cuArrayDestroy(CUarray handle) {
   GMS_NESTED(cuArrayDestroy, handle);
-  const act::ArrayBooked booked = act::array_destroying(reinterpret_cast<uint64_t>(handle));
-  CUresult r = call_real(GMS_REAL(cuArrayDestroy), handle);
-  if (!ok(r) && booked.bytes) act::array_created(reinterpret_cast<uint64_t>(handle), booked.bytes, booked.dev);
-  observe::call(Family::mem_free, ok(r), 0);
-  return r;
+  return array_destroy(handle, [&] { return call_real(GMS_REAL(cuArrayDestroy), handle); });
 }
 
 GMS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle) {
   GMS_NESTED(cuMipmappedArrayDestroy, handle);
-  const act::ArrayBooked booked = act::array_destroying(reinterpret_cast<uint64_t>(handle));
-  CUresult r = call_real(GMS_REAL(cuMipmappedArrayDestroy), handle);
-  if (!ok(r) && booked.bytes) act::array_created(reinterpret_cast<uint64_t>(handle), booked.bytes, booked.dev);
-  observe::call(Family::mem_free, ok(r), 0);
-  return r;
+  return array_destroy(handle, [&] { return call_real(GMS_REAL(cuMipmappedArrayDestroy), handle); });
 }
 
 GMS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {

@@ -3,41 +3,24 @@
 // shrinks by its size), its texels read back as written, and one past the budget is refused with
 // cudaErrorMemoryAllocation, as on a card of the budget's size, after which the program goes on.
 // Prints "ok", or what failed.
-#include <cstdio>
 #include <vector>
 
-#include <cuda_runtime.h>
-
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-#define EXPECT(c)                                                  \
-  do {                                                             \
-    if (!(c)) {                                                    \
-      std::printf("%s:%d expected %s\n", __FILE__, __LINE__, #c); \
-      return 1;                                                    \
-    }                                                              \
-  } while (0)
+#include "checks.cuh"
 
 int main() {
   constexpr size_t MiB = 1 << 20, W = 4096, H = 4096;  // 64 MiB of floats
   size_t free0 = 0, total = 0, free1 = 0;
-  CK(cudaMemGetInfo(&free0, &total));
+  CHECK(cudaMemGetInfo(&free0, &total));
   EXPECT(total == 256 * MiB);
   cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
   cudaArray_t a = nullptr;
-  CK(cudaMallocArray(&a, &f, W, H));
-  CK(cudaMemGetInfo(&free1, &total));
+  CHECK(cudaMallocArray(&a, &f, W, H));
+  CHECK(cudaMemGetInfo(&free1, &total));
   EXPECT(free1 + 64 * MiB == free0);
   std::vector<float> in(W * H), out(W * H, -1.0f);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 100003) * 0.5f;
-  CK(cudaMemcpy2DToArray(a, 0, 0, in.data(), W * sizeof(float), W * sizeof(float), H, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy2DFromArray(out.data(), W * sizeof(float), a, 0, 0, W * sizeof(float), H, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy2DToArray(a, 0, 0, in.data(), W * sizeof(float), W * sizeof(float), H, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy2DFromArray(out.data(), W * sizeof(float), a, 0, 0, W * sizeof(float), H, cudaMemcpyDeviceToHost));
   EXPECT(in == out);
   // 512 MiB of uchar4 in 3D: past the budget.
   cudaArray_t big = nullptr;
@@ -46,8 +29,8 @@ int main() {
   EXPECT(e == cudaErrorMemoryAllocation);
   EXPECT(big == nullptr);
   cudaGetLastError();
-  CK(cudaFreeArray(a));
-  CK(cudaMemGetInfo(&free1, &total));
+  CHECK(cudaFreeArray(a));
+  CHECK(cudaMemGetInfo(&free1, &total));
   EXPECT(free1 == free0);
   std::printf("ok\n");
   return 0;

@@ -1,5 +1,5 @@
 #pragma once
-// What the placement test programs (rules.cu, two_gpus.cu) share: checks that print where and why
+// What the placement test programs (rules.cu, two_gpus.cu, arrays.cu) share: checks that print where and why
 // they failed and make main return 1 (the pytest runner shows stdout), and two grid-stride kernels.
 #include <cuda_runtime.h>
 
