@@ -9,6 +9,7 @@ For counts.cu (static and shared CUDA runtime) and the framework scripts (PyTorc
 GPU safety: every run caps the shim's managed and pinned memory (GPUMEMSHIM_MANAGED_LIMIT=4G) and
 emulates a small GPU with GPUMEMSHIM_DEVICE_LIMIT; the programs use at most a few hundred MiB.
 """
+import json
 import os
 import re
 import sys
@@ -197,6 +198,28 @@ def test_jax_optax_training_past_the_budget(policy, shim, workdir):
     d = _jax_same_as_plain("jax_optax", policy, "1G", shim, workdir, rel=1e-4).stats["decisions"]
     placed = sum(d[k]["bytes"] for k in ("spilled_managed", "converted_swap", "spilled_pinned"))
     assert placed > 0, f"nothing went past the budget: {d}"
+
+
+@pytest.mark.parametrize("policy", ["default", "auto-context"])
+def test_decode_tokens_past_the_budget(policy, shim, workdir):
+    """zoo/decode.py: greedy decoding of 24 tokens with a key/value cache by a small Llama-shaped
+    model (random bf16 weights, about 32 MiB) under a 16 MiB budget, with the default policy (no
+    GPUMEMSHIM_POLICY) and in context order: the same tokens as without the shim, with memory
+    really placed off the device or moved."""
+    pytest.importorskip("transformers")
+    argv = [sys.executable, os.path.join(HERE, "zoo", "decode.py"), "tiny", "--tokens", "24", "--prompt", "32"]
+    plain = plain_run("decode", argv, workdir)
+    env = dict(SAFE, GPUMEMSHIM_DEVICE_LIMIT="16M")
+    if policy != "default":
+        env.update(POLICIES[policy])
+    run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
+    digest = lambda r: json.loads(r.stdout.decode().strip().splitlines()[-1])  # noqa: E731
+    want, got = digest(plain), digest(run)
+    assert "digest" in want, plain.stdout.decode()
+    assert (got.get("digest"), got.get("first_tokens")) == (want["digest"], want["first_tokens"]), (
+        f"tokens differ: {got} against {want}\n{run.stderr_tail()}")
+    d = run.stats["decisions"]
+    assert sum(d[k]["bytes"] for k in PLACED_ELSEWHERE + ("evicted",)) > 0, d
 
 
 def _placement_program(tmp_path_factory, name, libs=()):

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Decoding with weights bigger than the budget (issue: decode at the link's bound), measured side by
+# side in one run on the GPU machine: for each model shape and batch, ms per token with no limit,
+# then at budgets of a half and a quarter of the weights' size: policy auto with nothing else set
+# but the budget, and Hugging Face accelerate's big-model dispatch with that much GPU memory. The
+# bound per token is the larger of the token with no limit and the weights that do not fit the
+# budget crossing the link once at LINK_GBS (55 GB/s on the H100; a floor: the budget also holds
+# the key/value cache and the activations). Rows go to $OUT/decode.jsonl, the table to
+# $OUT/decode.md and the terminal; digests equal to the no-limit run's mean the same tokens (batch 8
+# varies run to run without the shim too). GPU safety: every run under the shim caps managed memory
+# and sets a device limit. SHAPES, BATCHES, TOKENS and LINK_GBS may be set.
+set -u
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+B=${GMS_BUILD_DIR:-build-gpu}
+if [ ! -x "$B/shim/libgpumemshim.so" ]; then
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF -DGMS_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 &&
+    cmake --build "$B" --target gpumemshim >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
+SHAPES=${SHAPES:-3b 8b}
+BATCHES=${BATCHES:-1 8}
+TOKENS=${TOKENS:-32}
+LINK_GBS=${LINK_GBS:-55}
+ROWS="$OUT/decode.jsonl"
+LOG="$OUT/decode.log"
+D=tests/gpu/zoo/decode.py
+row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(shape=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "$ROWS"; }
+run() { timeout 300 "$@" 2>>"$LOG" | grep '^{' | tail -1; }
+for shape in $SHAPES; do
+  for batch in $BATCHES; do
+    echo "== $shape batch $batch" | tee -a "$LOG"
+    free=$(run python3 $D "$shape" --batch "$batch" --tokens "$TOKENS")
+    row "$shape" 1 "no limit" "$free"
+    weights=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("weights_bytes", ""))' "$free" 2>/dev/null)
+    [ -n "$weights" ] || continue
+    for div in 2 4; do
+      bytes=$((weights / div))
+      mib=$((bytes / 1048576))
+      row "$shape" "$div" "auto" "$(run env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=24G GPUMEMSHIM_POLICY=auto \
+        GPUMEMSHIM_DEVICE_LIMIT=${mib}M python3 $D "$shape" --batch "$batch" --tokens "$TOKENS")"
+      row "$shape" "$div" "accelerate" "$(run python3 $D "$shape" --batch "$batch" --tokens "$TOKENS" --accelerate "$bytes")"
+    done
+  done
+done
+python3 - "$ROWS" "$LINK_GBS" <<'PY' | tee "$OUT/decode.md"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+link = float(sys.argv[2]) * 1e9
+by = {}
+for r in rows:
+    by.setdefault((r["shape"], r.get("batch"), r["div"]), {})[r["config"]] = r
+print("| shape | batch | budget | no limit | bound | auto | auto / bound | accelerate | accelerate / auto | same tokens |")
+print("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+for (shape, batch, div), c in sorted(by.items(), key=lambda k: (k[0][0], k[0][1] or 0, k[0][2])):
+    if div == "1":
+        continue
+    free = by.get((shape, batch, "1"), {}).get("no limit", {})
+    base, weights = free.get("token_ms"), free.get("weights_bytes")
+    auto, acc = c.get("auto", {}), c.get("accelerate", {})
+    a, x = auto.get("token_ms"), acc.get("token_ms")
+    bound = max(base, 1000 * weights * (1 - 1 / float(div)) / link) if base and weights else None
+    f = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
+    r = lambda p, q: f"{p / q:.2f}x" if p and q else ""  # noqa: E731
+    same = "yes" if auto.get("digest") and auto.get("digest") == free.get("digest") else ("no" if auto.get("digest") else "")
+    err = auto.get("error") or ""
+    print(f"| {shape} | {batch} | weights/{div} | {f(base)} | {f(bound)} | {f(a) or err} | {r(a, bound)} | {f(x)} | {r(x, a)} | {same} |")
+PY
