@@ -213,8 +213,8 @@ def test_decode_tokens_past_the_budget(policy, shim, workdir):
     if policy != "default":
         env.update(POLICIES[policy])
     run = run_program(argv, shim=shim, workdir=workdir, env_extra=env)
-    digest = lambda r: json.loads(r.stdout.decode().strip().splitlines()[-1])  # noqa: E731
-    want, got = digest(plain), digest(run)
+    last_json = lambda r: json.loads(r.stdout.decode().strip().splitlines()[-1])  # noqa: E731
+    want, got = last_json(plain), last_json(run)
     assert "digest" in want, plain.stdout.decode()
     assert (got.get("digest"), got.get("first_tokens")) == (want["digest"], want["first_tokens"]), (
         f"tokens differ: {got} against {want}\n{run.stderr_tail()}")

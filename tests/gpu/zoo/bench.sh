@@ -12,17 +12,8 @@
 # step learner has found the step and recorded it (four steps): a training run's steady state.
 # GPU safety: every run under the shim caps managed memory and sets a device limit. MODELS, STEPS,
 # BUDGETS (divisors), CONTEXT and GPUS (lanes, one GPU each) may be set.
-set -u
-cd "$(dirname "$0")/../../.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-B=${GMS_BUILD_DIR:-build-gpu}
-if [ ! -x "$B/shim/libgpumemshim.so" ] || [ ! -x "$B/tools/gpumemshim" ]; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF -DGMS_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$B" --target gpumemshim gpumemshim_cli >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
-TOOL=$(readlink -f "$B/tools/gpumemshim")
+. "$(dirname "$0")/prelude.sh"
+build_gpu cli
 MODELS=${MODELS:-resnet50 llama vit gpt}
 STEPS=${STEPS:-14}
 BUDGETS=${BUDGETS:-1.2 1.5}

@@ -6,13 +6,8 @@
 # of the parameters: the same under the shim as without it) and the report's repeating-step table.
 # LIMIT (e.g. 3891M) skips the run with no limit and sets the budget a rank.
 # GPU safety: the run under the shim caps managed memory and sets a device limit.
-set -u
-cd "$(dirname "$0")/../../.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-B=${GMS_BUILD_DIR:-build-gpu}
-SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
-TOOL=$(readlink -f "$B/tools/gpumemshim")
+. "$(dirname "$0")/prelude.sh"
+build_gpu cli
 STEPS=${STEPS:-8}
 run() { timeout 300 "$@" 2>>"$OUT/ddp.log" | grep '^{' | tail -1; }
 limit=${LIMIT:-}

@@ -9,16 +9,8 @@
 # $OUT/decode.md and the terminal; digests equal to the no-limit run's mean the same tokens (batch 8
 # varies run to run without the shim too). GPU safety: every run under the shim caps managed memory
 # and sets a device limit. SHAPES, BATCHES, TOKENS and LINK_GBS may be set.
-set -u
-cd "$(dirname "$0")/../../.."
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-B=${GMS_BUILD_DIR:-build-gpu}
-if [ ! -x "$B/shim/libgpumemshim.so" ]; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF -DGMS_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$B" --target gpumemshim >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
+. "$(dirname "$0")/prelude.sh"
+build_gpu
 SHAPES=${SHAPES:-3b 8b}
 BATCHES=${BATCHES:-1 8}
 TOKENS=${TOKENS:-32}

@@ -5,16 +5,9 @@
 # and under a budget of peak / 1.5 (what the planner does today). Traces go to $OUT/traces.tar (gzip
 # inside); the table is printed last. GPU safety: every run under the shim caps managed memory and
 # sets a device limit. MODELS (default: all four) and STEPS may be set.
-set -u
-cd "$(dirname "$0")/../../.."
-OUT=${OUT:-out}
+. "$(dirname "$0")/prelude.sh"
 mkdir -p "$OUT/traces"
-B=${GMS_BUILD_DIR:-build-gpu}
-if [ ! -x "$B/shim/libgpumemshim.so" ]; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMS_WERROR=OFF -DGMS_BUILD_TESTS=OFF >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$B" --target gpumemshim gpumemshim_cli >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-fi
-SHIM=$(readlink -f "$B/shim/libgpumemshim.so")
+build_gpu cli
 MODELS=${MODELS:-resnet50 llama vit gpt}
 STEPS=${STEPS:-8}
 LOG="$OUT/record.log"
