@@ -886,6 +886,17 @@ class PreloadSwap(PreloadCase):
         self.assertEqual((d["prefetched"]["calls"], d["evicted"]["calls"]), (5 + 3 + 3, 6 + 4 + 4))
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
+    def test_unchanged_chunks_are_not_copied_out(self):
+        env = dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on", GPUMEMSHIM_SWAP_LEARN="off")
+        run = self.run_program("swap_unchanged", env=env)
+        self.assertIn("swap unchanged ok", run.stdout)
+        d = self.only_stats(run)["decisions"]
+        # Left as they came in: a, c and a in the steps, then c and a for the checks' copies (which
+        # bring a and c in). Copied out: a, b and c the first time (never in), then b, changed.
+        self.assertEqual(d["swap_unchanged"]["calls"], 5)
+        self.assertEqual(d["evicted"]["calls"], 5 + 4)
+        self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
+
     def test_forecast_keeps_memory_freed_idle(self):
         evicted = {}
         for forecast in ("off", "on"):

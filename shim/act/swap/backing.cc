@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 
+#include "act/config.h"
 #include "act/swap.h"
+#include "sums.h"
 
 namespace gms::act::swap {
 
@@ -12,6 +14,7 @@ using driver::call_real;
 namespace {
 
 std::atomic<int64_t> g_parked{0};
+std::atomic<uint64_t> g_host_made{0};  // bytes of host memory behind movable memory
 
 CUmemAllocationProp prop(bool host, int dev) {
   CUmemAllocationProp p{};
@@ -34,9 +37,11 @@ CUresult make_backing(uint64_t size, int dev, bool host, Backing* out) {
   Backing b;
   b.size = size;
   b.dev = dev;
+  b.host = host;
   CUmemAllocationProp p = prop(host, dev);
   CUresult r = call_real(GMS_REAL(cuMemCreate), &b.handle, static_cast<size_t>(size), &p, 0ull);
   if (r == CUDA_SUCCESS) *out = b;
+  if (r == CUDA_SUCCESS && host) g_host_made.fetch_add(size, std::memory_order_relaxed);
   if (r == CUDA_SUCCESS) runtime_stats().decision(host ? Decision::swap_made_host : Decision::swap_made_device, size);
   return r;
 }
@@ -93,6 +98,7 @@ void drop_backing(const Backing& b) {
     call_real(GMS_REAL(cuMemAddressFree), b.side, static_cast<size_t>(b.size));
   }
   call_real(GMS_REAL(cuMemRelease), b.handle);
+  if (b.host) g_host_made.fetch_sub(b.size, std::memory_order_relaxed);
 }
 
 Backings& backings() {
@@ -128,8 +134,12 @@ void Backings::reap(bool all, const std::pair<int, uint64_t>* until) {
 CUresult Backings::take_host(uint64_t size, int dev, Backing* out) {
   const std::pair<int, uint64_t> key{dev, size};
   auto it = spare.find(key);
-  if (it == spare.end() && !pending.empty()) {
-    // Waiting for copies, oldest first, is cheaper than making host memory.
+  const bool held = std::any_of(pending.begin(), pending.end(), [&](const Pending& p) {
+    return std::any_of(p.hosts.begin(), p.hosts.end(), [&](const Backing& h) { return h.dev == dev && h.size == size; });
+  });
+  if (it == spare.end() && held) {
+    // Waiting for copies, oldest first, is cheaper than making host memory; but not for copies
+    // that hold none (chunks brought in keep their host copies): that would wait for them all.
     Timed t(Timing::swap_wait_ns);
     reap(true, &key);
     it = spare.find(key);
@@ -141,7 +151,7 @@ CUresult Backings::take_host(uint64_t size, int dev, Backing* out) {
   }
   Backing h;
   CUresult r = make_backing(size, dev, true, &h);
-  if (r == CUDA_SUCCESS && (r = give_side(h)) != CUDA_SUCCESS) call_real(GMS_REAL(cuMemRelease), h.handle);
+  if (r == CUDA_SUCCESS && (r = give_side(h)) != CUDA_SUCCESS) drop_backing(h);
   if (r == CUDA_SUCCESS) *out = h;
   return r;
 }
@@ -181,7 +191,20 @@ bool Backings::take_pending_device(uint64_t size, int dev, Backing* out, Mark* a
   return false;
 }
 
+void Backings::drop_clean(Chunk& c) {
+  if (c.clean.handle) give_host(c.clean);
+  c.clean = {};
+  give_sum_slot(c.device.dev, c.sum);
+  c.sum = -1;
+}
+
+bool Backings::may_keep_clean(uint64_t bytes) const {
+  const uint64_t limit = placement_config().managed_limit;
+  return limit == 0 || g_host_made.load(std::memory_order_relaxed) + bytes <= limit;
+}
+
 void Backings::release(Chunk& c, bool keep) {
+  drop_clean(c);
   if (c.on_device()) {
     if (keep) {
       give_device(c.device);

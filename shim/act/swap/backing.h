@@ -22,6 +22,7 @@ struct Backing {
   CUdeviceptr side = 0;
   uint64_t size = 0;
   int dev = 0;  // the side range is mapped for this device only
+  bool host = false;
 };
 
 struct Chunk {
@@ -31,6 +32,11 @@ struct Chunk {
   // uses it (map_parked): most evicted chunks are brought back before anything reads them over
   // the link, and mapping host memory there is dear.
   bool parked = false;  // set with set_parked
+  // Scan order, on the device: the host copy it came in from, kept while the host memory made
+  // stays within the managed limit, and the slot of the sum of what came in (act/swap/sums.h).
+  // While the chunk's sum is unchanged the copy is still right, and an eviction copies nothing.
+  Backing clean;
+  int sum = -1;
   bool on_device() const { return device.handle != 0; }
 };
 
@@ -92,6 +98,11 @@ struct Backings {
   // Releases a chunk's backing, or with `keep`, makes its device memory spare; the program's range
   // must already be unmapped there.
   void release(Chunk& c, bool keep = false);
+  // The chunk's clean copy goes to the spares and its sum's slot back.
+  void drop_clean(Chunk& c);
+  // Whether a chunk coming in may keep its host copy of `bytes`: while the host memory made for
+  // movable memory stays within the managed limit (none: always).
+  bool may_keep_clean(uint64_t bytes) const;
   // Releases spare device memory of `dev` until at most `allowed` bytes are left.
   void trim(int dev, uint64_t allowed);
   // The program holds no movable memory any more: after the copies, every spare goes back.

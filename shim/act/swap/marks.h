@@ -38,8 +38,9 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, boo
 // The state of this part. Caller holds mu().
 struct Marks {
   std::vector<CUevent> events[kMaxDevices];  // idle events, by the device of their context
-  // Scan order: the shim's own streams for copies out (0) and in (1), by context device.
-  CUstream copy_streams[kMaxDevices][2] = {};
+  // Scan order: the shim's own streams for copies out (0), copies in (1) and the checks of chunks
+  // that kept their host copy (2: act/swap/sums.h), by context device.
+  CUstream copy_streams[kMaxDevices][3] = {};
   // The gate on copies to the host (copy_out), by device: a host word the GPU reads, and its
   // address there; null when there is none (not made yet, or the driver would not).
   uint32_t* gate_word[kMaxDevices] = {};
@@ -56,7 +57,8 @@ struct Marks {
   // A copy to the host behind the gate of `dev`, piece by piece (ungated for dev -1, when there is
   // no gate, or when the driver refuses a wait: from then on for good).
   CUresult copy_out(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread, int dev);
-  // The shim's own stream for copies out (0) or in (1) in the current context; null if none.
+  // The shim's own stream for copies out (0), in (1) or checks (2) in the current context; null if
+  // none.
   CUstream copy_stream(int which);
   // The program holds no movable memory any more: the last copies' marks and every idle event go.
   void release_all();

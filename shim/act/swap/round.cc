@@ -5,6 +5,7 @@
 #include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "sums.h"
 
 namespace gms::act::swap {
 
@@ -69,12 +70,23 @@ bool plan(Round& round) {
     Backing h;
     Timed t(Timing::swap_backing_ns);
     CUresult r = give_side(range.chunk.device);
-    if (r == CUDA_SUCCESS) r = b.take_host(range.size, range.dev, &h);
+    Chunk& c = range.chunk;
+    const bool kept = r == CUDA_SUCCESS && c.clean.handle;
+    if (kept) {  // the round owns the kept copy now: whatever happens, the chunk has none after it
+      h = c.clean;
+      c.clean = {};
+    } else if (r == CUDA_SUCCESS) {
+      r = b.take_host(range.size, range.dev, &h);
+    }
     if (r != CUDA_SUCCESS) {
+      b.drop_clean(c);
       fail(m, "eviction", r, range.size);
       continue;
     }
-    round.outs.push_back({at, h, {}});
+    Round::Out o{at, h, -1, false, {}};
+    o.sum = kept ? c.sum : -1;
+    round.outs.push_back(o);
+    c.sum = -1;
   }
   return !round.outs.empty() || !round.ins.empty();
 }
@@ -111,10 +123,59 @@ bool wait_for_work(Round& round) {
   }
   CUresult r = round.scan ? wait_for_uses(round.touched) : sync_context();
   if (r == CUDA_SUCCESS) return true;
-  for (Round::Out& o : round.outs) backings().give_host(o.host);
+  for (Round::Out& o : round.outs) {
+    backings().give_host(o.host);
+    give_sum_slot(o.at.range->dev, o.sum);
+  }
   for (Move& m : round.moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
   return false;
 }
+
+namespace {
+
+// The chunks that kept their host copy are summed again on the checks' stream, after their copy
+// in (ready) and, as the round waited for them, their uses; the same sum as they came in with
+// means the copy is still right. The host waits for the sums alone, not for the copies out queued
+// before them.
+void check_unchanged(Round& round) {
+  Marks& mk = marks();
+  if (std::none_of(round.outs.begin(), round.outs.end(), [](const Round::Out& o) { return o.sum >= 0; })) return;
+  CUstream st = round.scan ? mk.copy_stream(2) : nullptr;
+  std::vector<std::pair<Round::Out*, int>> checks;
+  for (Round::Out& o : round.outs) {
+    if (o.sum < 0) continue;
+    const int dev = o.at.range->dev;
+    const int slot = st ? take_sum_slot(dev) : -1;
+    if (slot >= 0) {
+      gpu_wait(o.at.range->marks.ready, st, false);
+      if (queue_sum(dev, slot, o.at.chunk().device.side, o.at.size(), st) == CUDA_SUCCESS) {
+        checks.push_back({&o, slot});
+        continue;
+      }
+    }
+    give_sum_slot(dev, slot);
+    give_sum_slot(dev, o.sum);
+    o.sum = -1;
+  }
+  if (checks.empty()) return;
+  Mark done = mk.take();
+  bool ok = done.event && record(done, st);
+  if (ok) {
+    Timed t(Timing::swap_wait_ns);
+    ok = call_real(GMS_REAL(cuEventSynchronize), done.event) == CUDA_SUCCESS;
+  }
+  mk.give(done);
+  for (auto& [o, slot] : checks) {
+    const int dev = o->at.range->dev;
+    const uint64_t *was = sum_of(dev, o->sum), *now = sum_of(dev, slot);
+    o->unchanged = ok && was[0] == now[0] && was[1] == now[1];
+    give_sum_slot(dev, slot);
+    give_sum_slot(dev, o->sum);
+    o->sum = -1;
+  }
+}
+
+}  // namespace
 
 void copy_outs(Round& round) {
   Marks& mk = marks();
@@ -126,10 +187,15 @@ void copy_outs(Round& round) {
       gpu_wait(range->marks.ready, round.out_stream, round.out_pt);
     }
   }
+  check_unchanged(round);
   bool events = round.apart;
   // Gated under scan order only: context order waits for its copies on the host right after the
   // remaps, where the gate costs more than it saves (docs/analysis/swap-notes.md, "The copy gate").
   std::erase_if(outs, [&](Round::Out& o) {
+    if (o.unchanged) {  // no copy, nothing to wait for: its device memory is free now
+      runtime_stats().decision(Decision::swap_unchanged, o.at.size());
+      return false;
+    }
     CUresult c = mk.copy_out(o.host.side, o.at.chunk().device.side, o.at.size(), round.out_stream, round.out_pt,
                              round.scan ? o.at.range->dev : -1);
     if (c == CUDA_SUCCESS) {
@@ -198,6 +264,26 @@ void remap_evictions(Round& round) {
   in_runs(round.outs, unmap, evict_run);
 }
 
+namespace {
+
+// A chunk brought in keeps its host copy, with the sum of what came in queued after the copy (so
+// before its ready mark: nothing that uses the chunk can change it first); or the copy is spent.
+void keep_clean(Round& round, Round::In& in, Chunk& c) {
+  Backings& b = backings();
+  const int dev = in.at.range->dev;
+  const int slot = round.scan && b.may_keep_clean(in.at.size()) ? take_sum_slot(dev) : -1;
+  if (slot >= 0 && queue_sum(dev, slot, in.device.side, in.at.size(), round.in_stream) == CUDA_SUCCESS) {
+    b.drop_clean(c);
+    c.clean = c.host;
+    c.sum = slot;
+    return;
+  }
+  give_sum_slot(dev, slot);
+  round.spent_hosts.push_back(c.host);
+}
+
+}  // namespace
+
 void remap_prefetches(Round& round) {
   Marks& mk = marks();
   Slabs& s = slabs();
@@ -229,7 +315,7 @@ void remap_prefetches(Round& round) {
         fail(*in->at.m, "prefetch", r, in->at.size());
         continue;
       }
-      round.spent_hosts.push_back(c.host);
+      keep_clean(round, *in, c);
       c.host = {};
       set_parked(c, false);
       c.device = in->device;

@@ -28,7 +28,9 @@ struct Round {
   std::vector<Move>& moves;
   struct Out {
     Slot at;
-    Backing host;  // the copy
+    Backing host;  // the copy: new, or the one the chunk kept when it came in (Chunk::clean)
+    int sum = -1;  // with a kept copy: the slot of the sum the chunk came in with
+    bool unchanged = false;  // the sum is the same now: the kept copy is right, nothing to copy
     Mark copied;   // recorded after the copy (scan order)
     bool lent = false;  // context order: its device memory went to a copy in (copy_ins)
   };
@@ -66,11 +68,13 @@ void pick_streams(Round& r, CUstream stream, bool per_thread);
 // Nothing queued may write a chunk while it is copied out, or use one while its backing changes;
 // false, with every move failed, when the wait fails.
 bool wait_for_work(Round& r);
-// Each chunk copied out into its host memory, side range to side range.
+// Each chunk copied out into its host memory, side range to side range, but those that kept their
+// host copy and whose sum did not change since they came in (scan order).
 void copy_outs(Round& r);
 // Evictions: the program's range backed by its host copy at once, or parked.
 void remap_evictions(Round& r);
-// Prefetches: new device backing (an evicted chunk's, else spare or new), filled from the host copy.
+// Prefetches: new device backing (an evicted chunk's, else spare or new), filled from the host copy,
+// which the chunk keeps with the sum of what came in (scan order, within the managed limit).
 void remap_prefetches(Round& r);
 // The end of the round's copies: marked (scan order) or waited for, and the spent memory's return.
 void finish(Round& r);

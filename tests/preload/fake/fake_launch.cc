@@ -1,7 +1,9 @@
 // The stand-in driver's kernels: a CUfunction is a host function `void fn(void** kernelParams)` that
 // the launch calls run at once; parameter layouts that tests describe; texture objects.
+#include <cstring>
 #include <string>
 
+#include "act/swap/sum_mix.h"
 #include "fake_internal.h"
 
 using namespace fake_internal;
@@ -91,6 +93,48 @@ FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t
     }
     off += sz;
   }
+}
+
+// ---- modules: only the shim's own (act/swap/sums.cu), its kernel run on the host ---------------------
+
+namespace {
+
+// The chunk checksum (act/swap/sum_mix.h) over the memory at params[0], params[1] words, added
+// into the two words at params[2], as the GPU's kernel does.
+void chunk_sum(void** params) {
+  namespace sum = gms::act::swap::sum;
+  const auto* w = reinterpret_cast<const uint64_t*>(*static_cast<CUdeviceptr*>(params[0]));
+  const uint64_t n = *static_cast<unsigned long long*>(params[1]);
+  auto* out = reinterpret_cast<uint64_t*>(*static_cast<CUdeviceptr*>(params[2]));
+  uint64_t a = 0, b = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    a += sum::lane_a(w[i], i);
+    b += sum::lane_b(w[i], i);
+  }
+  out[0] += a;
+  out[1] += b;
+}
+
+int g_module;  // the one module's handle points here
+
+}  // namespace
+
+FAKE_IMPL(cuModuleLoadData)(CUmodule* m, const void* image) {
+  FAKE_ENTER(k_cuModuleLoadData);
+  FAKE_TRY(need_ctx());
+  if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (!std::strstr(static_cast<const char*>(image), ".entry gms_chunk_sum")) return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(&g_module);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuModuleGetFunction)(CUfunction* f, CUmodule m, const char* name) {
+  FAKE_ENTER(k_cuModuleGetFunction);
+  if (!f || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (m != reinterpret_cast<CUmodule>(&g_module)) return CUDA_ERROR_INVALID_HANDLE;
+  if (std::strcmp(name, gms::act::swap::sum::kKernel) != 0) return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(&chunk_sum);
+  return CUDA_SUCCESS;
 }
 
 // ---- launches ------------------------------------------------------------------------------------------

@@ -118,17 +118,18 @@ int main() {
     CHECK(access.added() >= 1 && fake_cuda_access_calls_gated() - gated == access.added());
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
-    // The marks of a (copy, st, st2) and b (copy, st), and the copy in of b's round, whose host
-    // chunk b's copy out takes.
+    // The marks of a (copy, st, st2) and b (copy, st), and the check of b: its copy out goes to
+    // the host copy it kept, so nothing waits for another round's copy in to free one.
     CHECK(esync.added() == 5 + 1);
     CHECK(ssync.added() == 0);
     CHECK(last("cuEventSynchronize") < last("cuMemUnmap"));
     CHECK(last("cuMemUnmap") < last("cuMemcpyDtoDAsync_v2"));  // the copy in, after the remaps
     // a's copy in takes the device memory a's own copy out left spare (its copy is over), not b's:
-    // it waits for no copy out. On the GPU: the end of the round after the copies out, the launch
-    // after the end of the round.
+    // it waits for no copy out. On the GPU: the check of b, which kept its host copy when it came
+    // in (act/swap/sums.h), after b's copy in; the end of the round after the copies out; the
+    // launch after the end of the round.
     CHECK(create.added() == 0);
-    CHECK(wait.added() == 2);
+    CHECK(wait.added() == 3);
     CHECK(last("cuMemcpyDtoDAsync_v2") < last("cuStreamWaitEvent"));
     CHECK(last("cuStreamWaitEvent") < last("cuLaunchKernel"));
   }

@@ -1,0 +1,36 @@
+#pragma once
+// The checksum of a chunk of movable memory (act/swap/sums.h says what it is for): two 64-bit
+// lanes, each the sum, modulo 2^64, over the chunk's 8-byte words of a bijective mix of the word
+// and its place. A change to any one word changes both lanes, always (each term is a bijection of
+// its word); changes to several leave both unchanged with odds of about 2^-128; moved or swapped
+// words change them (each term depends on its place). Plain integer code, compiled for the GPU
+// (sums.cu) and for the stand-in driver's kernel (tests/preload/fake), which must agree.
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GMS_SUM_FN __host__ __device__ inline
+#else
+#define GMS_SUM_FN inline
+#endif
+
+namespace gms::act::swap::sum {
+
+// SplitMix64's finaliser: a bijection of 64-bit words with full avalanche.
+GMS_SUM_FN uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+GMS_SUM_FN uint64_t lane_a(uint64_t word, uint64_t i) { return mix(word + (i + 1) * 0x9e3779b97f4a7c15ull); }
+GMS_SUM_FN uint64_t lane_b(uint64_t word, uint64_t i) { return mix((word ^ 0x632be59bd9b4e019ull) * 0xd1b54a32d192ed03ull + i); }
+
+// The kernel's name in the module (sums.cu) and its shape: out[0] and out[1] must be zero first.
+//   gms_chunk_sum(const uint64_t* words, uint64_t n, uint64_t* out)
+constexpr const char* kKernel = "gms_chunk_sum";
+constexpr unsigned kThreads = 256;  // a multiple of the warp: the kernel reduces warp by warp
+
+}  // namespace gms::act::swap::sum

@@ -1,0 +1,109 @@
+#include "sums.h"
+
+#include <vector>
+
+#include "act/swap/sum_mix.h"
+#include "core/log.h"
+
+namespace gms::act::swap {
+
+extern const char kSumsPtx[];  // sums_ptx.cc, generated from sums.cu
+
+using driver::call_real;
+
+namespace {
+
+constexpr int kSlotsPerBlock = 4096;  // 64 KiB of device memory and as much pinned host memory
+
+struct Block {
+  CUdeviceptr device = 0;
+  uint64_t* host = nullptr;
+};
+
+struct DeviceSums {
+  bool tried = false;
+  CUfunction fn = nullptr;
+  unsigned blocks = 0;  // the grid: a few blocks a multiprocessor
+  std::vector<Block> slots;
+  std::vector<int> free;
+};
+
+DeviceSums g_sums[kMaxDevices];
+
+bool load(DeviceSums& d, int dev) {
+  if (kSumsPtx[0] == '\0') return false;
+  CUmodule m = nullptr;
+  CUresult r = call_real(GMS_REAL(cuModuleLoadData), &m, static_cast<const void*>(kSumsPtx));
+  if (r == CUDA_SUCCESS) r = call_real(GMS_REAL(cuModuleGetFunction), &d.fn, m, sum::kKernel);
+  int sms = 0;
+  if (r == CUDA_SUCCESS) {
+    r = call_real(GMS_REAL(cuDeviceGetAttribute), &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, static_cast<CUdevice>(dev));
+  }
+  if (r != CUDA_SUCCESS) {
+    d.fn = nullptr;
+    Line l;
+    l.str("swap: the chunk checksum kernel did not load (CUresult ").i64(r).str("): every eviction copies its chunk out");
+    log(LogLevel::info, l);
+    return false;
+  }
+  d.blocks = static_cast<unsigned>(sms > 0 ? 4 * sms : 64);
+  return true;
+}
+
+}  // namespace
+
+bool sums_ready(int dev) {
+  if (dev < 0 || dev >= kMaxDevices) return false;
+  DeviceSums& d = g_sums[dev];
+  if (!d.tried) {
+    d.tried = true;
+    load(d, dev);
+  }
+  return d.fn != nullptr;
+}
+
+int take_sum_slot(int dev) {
+  if (!sums_ready(dev)) return -1;
+  DeviceSums& d = g_sums[dev];
+  if (d.free.empty()) {
+    Block b;
+    void* h = nullptr;
+    if (call_real(GMS_REAL(cuMemAlloc_v2), &b.device, size_t{kSlotsPerBlock} * 16) != CUDA_SUCCESS) return -1;
+    if (call_real(GMS_REAL(cuMemHostAlloc), &h, size_t{kSlotsPerBlock} * 16, 0u) != CUDA_SUCCESS) {
+      call_real(GMS_REAL(cuMemFree_v2), b.device);
+      return -1;
+    }
+    b.host = static_cast<uint64_t*>(h);
+    const int first = static_cast<int>(d.slots.size()) * kSlotsPerBlock;
+    d.slots.push_back(b);
+    for (int k = kSlotsPerBlock - 1; k >= 0; --k) d.free.push_back(first + k);
+  }
+  const int slot = d.free.back();
+  d.free.pop_back();
+  return slot;
+}
+
+void give_sum_slot(int dev, int slot) {
+  if (slot >= 0 && dev >= 0 && dev < kMaxDevices) g_sums[dev].free.push_back(slot);
+}
+
+CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, CUstream stream) {
+  if (slot < 0 || !sums_ready(dev)) return CUDA_ERROR_INVALID_VALUE;
+  DeviceSums& d = g_sums[dev];
+  const Block& b = d.slots[slot / kSlotsPerBlock];
+  const int k = slot % kSlotsPerBlock;
+  CUdeviceptr out = b.device + static_cast<CUdeviceptr>(k) * 16;
+  CUresult r = call_real(GMS_REAL(cuMemsetD32Async), out, 0u, size_t{4}, stream);
+  unsigned long long n = bytes / 8;
+  void* params[] = {&p, &n, &out};
+  if (r == CUDA_SUCCESS) {
+    r = call_real(GMS_REAL(cuLaunchKernel), d.fn, d.blocks, 1u, 1u, sum::kThreads, 1u, 1u, 0u, stream, params,
+                  static_cast<void**>(nullptr));
+  }
+  if (r == CUDA_SUCCESS) r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), static_cast<void*>(b.host + 2 * k), out, size_t{16}, stream);
+  return r;
+}
+
+const uint64_t* sum_of(int dev, int slot) { return g_sums[dev].slots[slot / kSlotsPerBlock].host + 2 * (slot % kSlotsPerBlock); }
+
+}  // namespace gms::act::swap

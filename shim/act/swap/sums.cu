@@ -1,0 +1,25 @@
+// The GPU's side of act/swap/sums.h: the checksum of one chunk (sum_mix.h), compiled to PTX at
+// build time and loaded by the shim with cuModuleLoadData (the shim links no CUDA runtime).
+#include "sum_mix.h"
+
+using gms::act::swap::sum::lane_a;
+using gms::act::swap::sum::lane_b;
+
+extern "C" __global__ void gms_chunk_sum(const unsigned long long* __restrict__ words, unsigned long long n,
+                                         unsigned long long* out) {
+  unsigned long long a = 0, b = 0;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const unsigned long long w = words[i];
+    a += lane_a(w, i);
+    b += lane_b(w, i);
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_down_sync(0xffffffffu, a, o);
+    b += __shfl_down_sync(0xffffffffu, b, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(out, a);
+    atomicAdd(out + 1, b);
+  }
+}
