@@ -128,8 +128,39 @@ uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_reference
     if (next != NextUse::kUnknown) known.push_back({next, r});
   }
   std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // First the farthest the GPU is done with, unless it is used again within kSoon launches. In a
+  // step that uses each region once (decoding), the order by next use is the reverse order of the
+  // last uses, so the busy ones come first: the first idle one is found by doubling, then halving
+  // (about 2 log n event queries, not one per region).
+  constexpr uint64_t kSoon = 64;
+  const size_t n = known.size();
+  auto idle = [&](size_t i) { return !next_->busy(known[i].second->id); };
+  size_t first = n;
+  if (n > 0 && idle(0)) {
+    first = 0;
+  } else if (n > 1) {
+    size_t busy = 0, step = 1;
+    while (busy + step < n && !idle(busy + step)) {
+      busy += step;
+      step *= 2;
+    }
+    size_t hi = std::min(busy + step, n - 1);
+    if (hi > busy && idle(hi)) {
+      while (hi - busy > 1) {
+        const size_t mid = busy + (hi - busy) / 2;
+        (idle(mid) ? hi : busy) = mid;
+      }
+      first = hi;
+    }
+  }
+  for (size_t i = first; i < n && need > 0 && known[i].first >= kSoon; ++i) {
+    ++stats_.by_next_use;
+    need = evict_from(*known[i].second, need, out);
+    known[i].second = nullptr;
+  }
   for (auto& [next, r] : known) {
     if (need == 0) break;
+    if (!r) continue;
     ++stats_.by_next_use;
     need = evict_from(*r, need, out);
   }

@@ -66,6 +66,9 @@ class NextUse {
   static constexpr uint64_t kNever = UINT64_MAX;        // freed (or emptied) before it is used again
   static constexpr uint64_t kUnknown = UINT64_MAX - 1;  // the learner cannot say
   virtual uint64_t next_use(RegionId id) const = 0;
+  // Whether the GPU may still be using the region: evicting it now waits for that, and the
+  // program's thread with it.
+  virtual bool busy(RegionId) const { return false; }
 
  protected:
   ~NextUse() = default;
@@ -97,7 +100,10 @@ struct PlannerStats {
 //   Resident chunks of referenced regions are never evicted, even when they alone exceed the budget.
 //   With a NextUse (set_next_use) that knows the step, room comes from the regions used again
 //   farthest ahead instead (those freed before their next use first; the spared marks then make no
-//   difference), whole, least recently used first among equals and for regions it cannot say.
+//   difference), whole, least recently used first among equals and for regions it cannot say; first
+//   the farthest that the GPU is done with (NextUse::busy), unless it is used again within 64
+//   launches: in a step that uses each region once, like decoding, the farthest next use is the
+//   region just used, which the GPU is likely still running, and evicting it waits for that.
 // - Ping-pong: a prefetch of a region whose chunks were evicted within the window is a round trip;
 //   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
 //   a stay_remote note and never moves to the device again (until removed); its resident chunks stay

@@ -25,6 +25,8 @@ StepLearner::StepLearner(StepLearnerConfig cfg) : cfg_(cfg) {
 void StepLearner::made(uint64_t ptr, uint64_t bytes) {
   Live l;
   l.bytes = bytes;
+  l.serial = ++serial_;
+  l.made = count_;
   if (state_ == State::searching) {
     l.name.ptr = ptr;
   } else {
@@ -51,13 +53,13 @@ void StepLearner::freed(uint64_t ptr) {
 void StepLearner::launched(uint64_t fn, const uint64_t* bases, size_t n) {
   switch (state_) {
     case State::searching:
-      search(fn);
+      search(fn, bases, n);
       break;
     case State::recording:
       record(fn, bases, n);
       break;
     case State::following:
-      follow(fn);
+      follow(fn, bases, n);
       break;
   }
 }
@@ -72,17 +74,72 @@ bool StepLearner::distinct(uint64_t p) const {
   return seen.size() >= cfg_.min_distinct;
 }
 
-void StepLearner::search(uint64_t fn) {
+bool StepLearner::same_settled(uint64_t p, const Arg* args, size_t n) const {
+  const uint64_t ring = keys_.size(), then = count_ - 1 - p, slot = then % ring;
+  const Arg* before = &args_at_[slot * cfg_.max_args];
+  const size_t m = nargs_at_[slot];
+  // What the launch uses that was made by then must be among what the launch then used (and is
+  // still alive): a layer repeated uses weights of its own, the next step's use of the same layer
+  // the same ones, and a cache the launch then made is the one it now reads. What the launch then
+  // used and now does not may live on (a step's loss, alive until the next step's replaces it).
+  uint64_t now[64], was[64];
+  size_t a = 0, b = 0;
+  for (size_t k = 0; k < n && a < 64; ++k) {
+    if (args[k].made <= then) now[a++] = args[k].serial;
+  }
+  for (size_t k = 0; k < m && b < 64; ++k) {
+    auto it = live_.find(before[k].ptr);
+    if (it != live_.end() && it->second.serial == before[k].serial) was[b++] = before[k].serial;
+  }
+  std::sort(was, was + b);
+  return std::all_of(now, now + a, [&](uint64_t x) { return std::binary_search(was, was + b, x); });
+}
+
+void StepLearner::search(uint64_t fn, const uint64_t* bases, size_t n) {
   const uint64_t ring = cfg_.max_period + 1;
-  if (keys_.size() != ring) keys_.assign(ring, 0);
+  if (keys_.size() != ring) {
+    keys_.assign(ring, 0);
+    settled_keys_.assign(ring, 0);
+    fn_at_.assign(ring, 0);
+    live_at_.assign(ring, 0);
+    nargs_at_.assign(ring, 0);
+    args_at_.clear();
+  }
+  // The launch's allocations, and a hash of those that have lived long (order does not matter).
+  std::vector<Arg>& args = scratch_;
+  args.clear();
+  uint64_t settled = 0;
+  for (size_t k = 0; k < n; ++k) {
+    auto it = live_.find(bases[k]);
+    if (it == live_.end()) continue;
+    const Live& l = it->second;
+    if (args.size() < cfg_.max_args) args.push_back(Arg{bases[k], l.serial, l.made});
+    // Long-lived: older than half the search, so that what each step remakes (the step's own
+    // memory, a cache remade a period later) drops out once the search has seen two steps.
+    if (l.made == 0 || count_ - l.made >= std::max(cfg_.settled, count_ / 2)) settled += mix(l.serial, 0);
+  }
+  const uint64_t slot = count_ % ring;
   const uint64_t key = mix(fn, live_bytes_);
-  keys_[count_ % ring] = key;
+  keys_[slot] = key;
+  settled_keys_[slot] = mix(mix(fn, settled), 0x5e77);
+  fn_at_[slot] = fn;
+  live_at_[slot] = live_bytes_;
+  // Grown as the search goes: most searches end within a few thousand launches.
+  if (args_at_.size() < (slot + 1) * cfg_.max_args) args_at_.resize((slot + 1) * cfg_.max_args);
+  std::copy(args.begin(), args.end(), args_at_.begin() + static_cast<ptrdiff_t>(slot * cfg_.max_args));
+  nargs_at_[slot] = static_cast<uint32_t>(args.size());
   ++count_;
-  // Candidates hold while each key equals the one a period before.
+  // Candidates hold while each launch matches the one a period before.
   uint64_t found = 0;
   for (auto it = runs_.begin(); it != runs_.end();) {
-    const uint64_t p = it->first;
-    if (keys_[(count_ - 1 - p) % ring] != key) {
+    const uint64_t p = it->first, then = (count_ - 1 - p) % ring;
+    bool holds = keys_[then] == key;
+    if (!holds && fn_at_[then] == fn) {
+      const uint64_t a = live_at_[then], b = live_bytes_;
+      holds = (a > b ? a - b : b - a) <= std::max(a, b) / std::max<uint32_t>(1, cfg_.growth_share);
+    }
+    holds = holds && same_settled(p, args.data(), args.size());
+    if (!holds) {
       it = runs_.erase(it);
       continue;
     }
@@ -90,17 +147,15 @@ void StepLearner::search(uint64_t fn) {
     ++it;
   }
   if (count_ >= cfg_.window) {
-    uint64_t h = 0;
-    for (uint64_t k = count_ - cfg_.window; k < count_; ++k) h = mix(h, keys_[k % ring]);
-    std::vector<uint64_t>& at = seen_[h];
-    for (uint64_t q : at) {
-      const uint64_t p = count_ - q;
-      if (p >= cfg_.min_period && p <= cfg_.max_period && runs_.size() < cfg_.runs) runs_.emplace(p, cfg_.window);
+    uint64_t h = 0, g = 0;
+    for (uint64_t k = count_ - cfg_.window; k < count_; ++k) {
+      h = mix(h, keys_[k % ring]);
+      g = mix(g, settled_keys_[k % ring]);
     }
-    at.push_back(count_);
-    if (at.size() > cfg_.candidates) at.erase(at.begin());
-    // A program that never repeats keeps no more than two periods' worth of hashes.
-    if (seen_.size() > 2 * cfg_.max_period) seen_.clear();
+    propose(h);
+    if (g != h) propose(g);
+    // A program that never repeats keeps no more than two periods' worth of each kind of hash.
+    if (seen_.size() > 4 * cfg_.max_period) seen_.clear();
   }
   if (found == 0) return;
   // A step: record the next two.
@@ -111,8 +166,28 @@ void StepLearner::search(uint64_t fn) {
   made_here_.clear();
   fns_.assign(period_, 0);
   uses_.assign(period_, {});
-  keys_.clear();
-  keys_.shrink_to_fit();
+  forget_search();
+}
+
+void StepLearner::propose(uint64_t h) {
+  std::vector<uint64_t>& at = seen_[h];
+  for (uint64_t q : at) {
+    const uint64_t p = count_ - q;
+    if (p >= cfg_.min_period && p <= cfg_.max_period && runs_.size() < cfg_.runs) runs_.emplace(p, 0);
+  }
+  at.push_back(count_);
+  if (at.size() > cfg_.candidates) at.erase(at.begin());
+}
+
+void StepLearner::forget_search() {
+  for (std::vector<uint64_t>* v : {&keys_, &settled_keys_, &fn_at_, &live_at_}) {
+    v->clear();
+    v->shrink_to_fit();
+  }
+  args_at_.clear();
+  args_at_.shrink_to_fit();
+  nargs_at_.clear();
+  nargs_at_.shrink_to_fit();
   seen_.clear();
   runs_.clear();
 }
@@ -156,11 +231,11 @@ void StepLearner::record(uint64_t fn, const uint64_t* bases, size_t n) {
   pos_ = 0;
 }
 
-void StepLearner::follow(uint64_t fn) {
+void StepLearner::follow(uint64_t fn, const uint64_t* bases, size_t n) {
   if (fns_[pos_] != fn) {
     ++divergences_;
     start_over();
-    search(fn);
+    search(fn, bases, n);
     return;
   }
   advance();
@@ -176,9 +251,7 @@ void StepLearner::start_over() {
   period_ = 0;
   pos_ = 0;
   count_ = 0;
-  keys_.clear();
-  seen_.clear();
-  runs_.clear();
+  forget_search();
   fns_.clear();
   uses_.clear();
   names_.clear();
@@ -188,7 +261,10 @@ void StepLearner::start_over() {
   ptr_of_.clear();
   made_here_.clear();
   // What is alive keeps its bytes; from now on it counts as made before any step.
-  for (auto& [ptr, l] : live_) l.name = Name{kOld, 0, 0, ptr};
+  for (auto& [ptr, l] : live_) {
+    l.name = Name{kOld, 0, 0, ptr};
+    l.made = 0;
+  }
 }
 
 uint64_t StepLearner::next_need(uint64_t ptr) const {

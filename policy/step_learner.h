@@ -7,7 +7,12 @@
 // How: each launch is keyed by its function and the bytes alive at it (so that a layer repeated
 // inside the step, with other bytes alive, does not look like the step), and the last few keys are
 // hashed together; a hash seen before starts a candidate period (the distance to an earlier
-// occurrence), which holds while each key equals the one a period before. The longest candidate
+// occurrence), which holds while each launch matches the one a period before: the same key (or,
+// for a step whose memory grows a little each time, like decoding with a key/value cache that grows
+// by a token, the same function and nearly the same bytes alive), and no memory used now that was
+// there a period before and went unused then (a layer repeated uses weights of its own, so it is
+// not the step even where the bytes alive do not tell layers apart). Growing steps are also found
+// from hashes of the launches' functions and the allocations they use that lived long. The longest candidate
 // that has held for a whole period, over a few different keys, is the step (the same kernel run many
 // times over the same memory, like an optimizer's per-tensor loop, repeats with any period). Then two more
 // steps are recorded: allocations are named by where in the step they were made (the k-th of that
@@ -33,6 +38,12 @@ struct StepLearnerConfig {
   uint64_t min_period = 16;   // shorter patterns are not steps
   uint32_t min_distinct = 3;  // nor are periods of fewer different launches (one kernel run many times)
   uint64_t max_period = 1 << 14;  // launches; a 48-layer transformer's step has about 8,000
+  // A step that grows: the bytes alive may differ by this share (1/n) of them from a period before.
+  uint32_t growth_share = 1024;
+  // Allocations that have lived this many launches, and half the search, key the hashes of
+  // growing steps.
+  uint64_t settled = 64;
+  uint32_t max_args = 16;  // a launch's allocations kept while searching (the first ones)
 };
 
 class StepLearner {
@@ -84,13 +95,24 @@ class StepLearner {
   struct Live {
     Name name;
     uint64_t bytes = 0;
+    uint64_t serial = 0;  // which allocation: addresses are reused
+    uint64_t made = 0;    // launches of the search before it was made
+  };
+  // Searching: an allocation a launch used.
+  struct Arg {
+    uint64_t ptr = 0, serial = 0, made = 0;
   };
 
-  void search(uint64_t fn);
+  void search(uint64_t fn, const uint64_t* bases, size_t n);
+  // Whether the launch now (its allocations `args`) uses nothing that lived through the last `p`
+  // launches and that the launch `p` before did not use.
+  bool same_settled(uint64_t p, const Arg* args, size_t n) const;
   // Whether the last p keys hold at least min_distinct different ones.
   bool distinct(uint64_t p) const;
   void record(uint64_t fn, const uint64_t* bases, size_t n);
-  void follow(uint64_t fn);
+  void follow(uint64_t fn, const uint64_t* bases, size_t n);
+  void propose(uint64_t window_hash);
+  void forget_search();
   void start_over();
   void advance();
   uint32_t id(const Name& n);
@@ -102,7 +124,13 @@ class StepLearner {
   // Searching: the keys of the last max_period launches (a ring), each window hash's last positions,
   // and the candidate periods with the launches each has held for.
   std::vector<uint64_t> keys_;
+  std::vector<uint64_t> settled_keys_;  // the function and the long-lived allocations it uses
+  std::vector<uint64_t> fn_at_, live_at_;  // per launch, as keys_
+  std::vector<Arg> args_at_;               // per launch, max_args each
+  std::vector<uint32_t> nargs_at_;
   uint64_t count_ = 0;  // launches since the search started
+  uint64_t serial_ = 0;
+  std::vector<Arg> scratch_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> seen_;
   std::unordered_map<uint64_t, uint64_t> runs_;
   // The step.

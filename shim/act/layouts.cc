@@ -56,4 +56,23 @@ const std::vector<Param>& kernel_layout(CUfunction f) {
   return layouts->emplace(f, std::move(params)).first->second;  // nodes stay where they are
 }
 
+uint64_t function_key(CUfunction f) {
+  static NoDestructor<std::mutex> mu;
+  static NoDestructor<std::unordered_map<CUfunction, uint64_t>> keys;
+  std::lock_guard lock(*mu);
+  if (auto it = keys->find(f); it != keys->end()) return it->second;
+  uint64_t key = reinterpret_cast<uintptr_t>(f);
+  const char* name = nullptr;
+  if ((call_real(GMS_REAL(cuFuncGetName), &name, f) == CUDA_SUCCESS ||
+       call_real(GMS_REAL(cuKernelGetName), &name, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS) &&
+      name) {
+    key = 0xcbf29ce484222325ull;  // FNV-1a
+    for (const char* c = name; *c; ++c) key = (key ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+  }
+  // New handles for every pass would grow the map without end.
+  if (keys->size() >= (1u << 16)) keys->clear();
+  keys->emplace(f, key);
+  return key;
+}
+
 }  // namespace gms::act

@@ -78,6 +78,9 @@ class ChunkNextUse final : public policy::NextUse {
     for (uintptr_t a : it->second) next = std::min(next, learner_.next_need(a));
     return next;
   }
+  // Scan order knows: a launch it saw use the chunk is not over (context order: always busy, no
+  // preference).
+  bool busy(policy::RegionId chunk) const override { return !swap::uses_over(chunk); }
 
  private:
   const policy::StepLearner& learner_;
@@ -703,11 +706,12 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   ShimScope scope;
   const int dev = driver::current_device();
   if (dev < 0 || dev >= kMaxDevices) return;
+  const uint64_t fn = function_key(f);
   State& s = state();
   std::lock_guard lock(s.mu);
   policy::StepLearner& l = *learner(s, dev);
   const policy::StepLearner::State was = l.state();
-  l.launched(reinterpret_cast<uintptr_t>(f), t_trace.regions, t_trace.n);
+  l.launched(fn, t_trace.regions, t_trace.n);
   // Round trips are planned now: what ping-pong stopped before may move again.
   if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).clear_stops();
   if (l.state() != was && log_enabled(LogLevel::info)) {

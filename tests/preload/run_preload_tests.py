@@ -933,10 +933,11 @@ class PreloadSwap(PreloadCase):
     def test_step_learner(self):
         """GPUMEMSHIM_SWAP_LEARN: four ranges used in turn, room for three. By recency every range
         comes back every time round; once the learner follows the loop, room comes from the range
-        used farthest ahead. A launch off the loop starts the learning over; the data stays right."""
+        used farthest ahead. A launch off the loop starts the learning over; the data stays right. A
+        kernel launched through a new handle each time round (same name) is the same step."""
         env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M")
         moved = {}
-        for learn, args in (("off", []), ("on", []), ("on", ["broken"])):
+        for learn, args in (("off", []), ("on", []), ("on", ["broken"]), ("on", ["renamed"])):
             run = self.run_program("swap_learn", *args, env=dict(env, GPUMEMSHIM_SWAP_LEARN=learn))
             self.assertIn("swap learn ok", run.stdout)
             s = self.only_stats(run)
@@ -950,6 +951,7 @@ class PreloadSwap(PreloadCase):
         # then one range comes back per round and a third, not four.
         self.assertLess(on, off * 6 // 10)
         self.assertLess(on, broken, "starting over costs")
+        self.assertEqual(moved[("on", ("renamed",))], on)
 
     def test_step_learner_brings_memory_back_ahead(self):
         """Scan order: the range the next iteration uses first comes back while the loop runs launches on

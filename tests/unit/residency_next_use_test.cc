@@ -15,10 +15,12 @@ constexpr uint64_t MiB = 1ull << 20;
 
 struct Table : NextUse {
   std::map<RegionId, uint64_t> next;
+  std::map<RegionId, bool> running;
   uint64_t next_use(RegionId id) const override {
     auto it = next.find(id);
     return it == next.end() ? kUnknown : it->second;
   }
+  bool busy(RegionId id) const override { return running.count(id) && running.at(id); }
 };
 
 ResidencyConfig chunks_of_2m() {
@@ -67,6 +69,40 @@ TEST(ResidencyNextUse, RoomFromTheFarthestNextUse) {
     p.set_next_use(&t);
     EXPECT_EQ(p.plan_launch({5}, 12 * MiB),
               (std::vector<Action>{ev(3, 0, 4 * MiB), ev(1, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+}
+
+// The farthest next use is often the region just used, which the GPU may still be running: the
+// farthest that the GPU is done with goes first, unless it is used again soon (within 64
+// launches); then the farthest goes, busy or not.
+TEST(ResidencyNextUse, RoomFromWhatTheGpuIsDoneWith) {
+  auto fill = [](ResidencyPlanner& p) {
+    for (RegionId id = 1; id <= 5; ++id) p.add_region(id, 4 * MiB);
+    for (RegionId id = 1; id <= 4; ++id) p.plan_launch({id}, 16 * MiB);
+  };
+  Table t;
+  t.next = {{1, 600}, {2, 8}, {3, 900}, {4, 1000}};
+  t.running = {{4, true}};
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(3, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+  t.running = {{4, true}, {3, true}};
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
+  }
+  t.running = {{4, true}, {3, true}, {1, true}};
+  {
+    ResidencyPlanner p(chunks_of_2m());
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(4, 0, 4 * MiB), pf(5, 0, 4 * MiB)}))
+        << "2 is used again far sooner than 4: waiting for 4 beats bringing 2 back";
   }
 }
 

@@ -443,6 +443,66 @@ TEST(StepLearner, ARunOfOneKernelIsNotTheStep) {
   EXPECT_EQ(l.period(), 210u);
 }
 
+// Decoding: each token runs every layer's kernels over the layer's own weights, and remakes every
+// layer's key/value cache a token longer (with `cache_seen`; else the cache is memory the learner
+// does not see, and the bytes alive do not tell layers apart). The step is the token, not a layer,
+// and every weight's next use is known.
+constexpr int kLayers = 12, kLayerLaunches = 6 + 16;
+void decode(StepLearner& l, bool cache_seen, int tokens, int* followed_at) {
+  uint64_t next = 0x1000;
+  std::vector<uint64_t> weights, cache(kLayers, 0);
+  for (int i = 0; i < kLayers * 3 + 2; ++i) {
+    weights.push_back(next++);
+    l.made(weights.back(), 50 << 20);
+  }
+  auto w = [&](int layer, int k) { return weights[2 + layer * 3 + k]; };
+  auto launch = [&](uint64_t fn, std::initializer_list<uint64_t> args) {
+    std::vector<uint64_t> a(args);
+    l.launched(fn, a.data(), a.size());
+  };
+  for (int t = 0; t < tokens; ++t) {
+    const uint64_t x = next++;
+    l.made(x, 8192);
+    launch(1, {weights[0], x});  // embedding
+    for (int i = 0; i < kLayers; ++i) {
+      const uint64_t h = next++, kv = next++;
+      l.made(h, 8192);
+      launch(2, {x, h});                  // norm
+      launch(3, {w(i, 0), h});            // qkv projection
+      if (cache_seen) l.made(kv, (64 + t) * 4096ull);  // the cache, a token longer
+      if (cache[i]) launch(4, {cache[i], h, kv});      // cat
+      else launch(4, {h, kv});
+      if (cache[i]) l.freed(cache[i]);
+      cache[i] = cache_seen ? kv : 0;
+      launch(5, {kv, h});                 // attention
+      for (int k = 0; k < 16; ++k) launch(20 + k, {h});  // rotary, softmax, casts: activations only
+      launch(6, {w(i, 1), h, x});         // output projection, residual
+      launch(7, {w(i, 2), h, x});         // MLP
+      l.freed(h);
+    }
+    launch(8, {weights[1], x});  // lm head
+    launch(9, {x});              // argmax
+    l.freed(x);
+    if (*followed_at < 0 && l.state() == StepLearner::State::following) *followed_at = t;
+  }
+  // At the start of a token: layer 3's MLP weights are used at launch 1 + 3 * layer + 5.
+  EXPECT_EQ(l.next_use(w(3, 2)), 1u + kLayerLaunches * 3 + kLayerLaunches - 1);
+  EXPECT_EQ(l.next_use(weights[1]), 1u + kLayerLaunches * kLayers);
+}
+
+TEST(StepLearner, FindsADecodeStepWhoseCacheGrows) {
+  for (bool cache_seen : {true, false}) {
+    SCOPED_TRACE(cache_seen ? "cache seen" : "cache not seen");
+    StepLearner l;
+    int followed_at = -1;
+    decode(l, cache_seen, 12, &followed_at);
+    ASSERT_EQ(l.state(), StepLearner::State::following);
+    EXPECT_EQ(l.period(), 3u + kLayerLaunches * kLayers);
+    EXPECT_LE(followed_at, 5);
+    EXPECT_EQ(l.divergences(), 0u);
+  }
+}
+
 TEST(StepLearner, NothingRepeatsNothingLearned) {
   StepLearner l;
   for (uint64_t k = 0; k < 20000; ++k) l.launched(k * 7 + 1, nullptr, 0);

@@ -7,6 +7,8 @@
 //          range used farthest ahead, and most stay.
 //   broken as cycle, but a launch the loop does not otherwise make every fourth time round: the
 //          learner starts over each time, and the data stays right.
+//   renamed as cycle, but range 0's kernel is launched through another handle every time round,
+//          with the same name (as one kernel of a decoding model did on the H100): the same step.
 //   ahead  GPUMEMSHIM_DEVICE_LIMIT=16M, scan order: each iteration uses a and b, makes x, y and z
 //          (z needs room: b, used again farthest ahead, goes), frees them, and runs a few launches
 //          on small memory; with the learner, b comes back during those, ahead of its launch.
@@ -26,11 +28,13 @@ void k_touch(void** p) {
   for (size_t i = 0; i < n; ++i) x[i] += 1;
 }
 void (*const kTouch[4])(void**) = {k_touch<0>, k_touch<1>, k_touch<2>, k_touch<3>};
+// Range 0's kernel again, under other handles.
+void (*const kTouchAgain[2])(void**) = {k_touch<4>, k_touch<5>};
 
-CUresult touch(int k, CUdeviceptr x) {
+CUresult touch(int k, CUdeviceptr x, void (*kernel)(void**) = nullptr) {
   size_t n = kTouched;
   void* params[] = {&x, &n};
-  return cuLaunchKernel(preload::as_function(kTouch[k]), 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
+  return cuLaunchKernel(preload::as_function(kernel ? kernel : kTouch[k]), 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
 }
 
 // Whether the first words of x hold put(x, seed) plus `plus`.
@@ -50,6 +54,10 @@ int main(int argc, char** argv) {
   declare_kernels();
   size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t)};
   for (auto k : kTouch) CHECK(fake_cuda_set_kernel_params(preload::as_function(k), sizes, 2) == 0);
+  for (auto k : kTouchAgain) CHECK(fake_cuda_set_kernel_params(preload::as_function(k), sizes, 2) == 0);
+  const char* names[] = {"touch0", "touch1", "touch2", "touch3"};
+  for (int k = 0; k < 4; ++k) CHECK(fake_cuda_set_kernel_name(preload::as_function(kTouch[k]), names[k]) == 0);
+  for (auto k : kTouchAgain) CHECK(fake_cuda_set_kernel_name(preload::as_function(k), names[0]) == 0);
   if (preload::has_arg(argc, argv, "ahead")) {
     CUdeviceptr a = 0, b = 0, small = 0;
     CK(cuMemAlloc(&a, 4 * MiB));
@@ -84,7 +92,7 @@ int main(int argc, char** argv) {
     std::printf("swap learn ok\n");
     return 0;
   }
-  const bool broken = preload::has_arg(argc, argv, "broken");
+  const bool broken = preload::has_arg(argc, argv, "broken"), renamed = preload::has_arg(argc, argv, "renamed");
   CUdeviceptr r[4] = {};
   for (int k = 0; k < 4; ++k) {
     CK(cuMemAlloc(&r[k], 4 * MiB));
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
   uint32_t extra[4] = {};
   for (uint32_t round = 0; round < rounds; ++round) {
     for (int k = 0; k < 4; ++k) {
-      for (uint32_t u = 0; u < uses; ++u) CK(touch(k, r[k]));
+      for (uint32_t u = 0; u < uses; ++u) CK(touch(k, r[k], renamed && k == 0 ? kTouchAgain[round % 2] : nullptr));
     }
     if (broken && round % 4 == 3) {
       CK(touch(0, r[1]));  // range 1 with range 0's kernel: off the loop
