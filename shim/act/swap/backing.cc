@@ -198,9 +198,9 @@ void Backings::drop_clean(Chunk& c) {
   c.sum = -1;
 }
 
-bool Backings::may_keep_clean(uint64_t bytes) const {
+bool Backings::may_keep_clean(uint64_t bytes) {
   const uint64_t limit = placement_config().managed_limit;
-  return limit == 0 || g_host_made.load(std::memory_order_relaxed) + bytes <= limit;
+  return keep_copies.keep_next() && (limit == 0 || g_host_made.load(std::memory_order_relaxed) + bytes <= limit);
 }
 
 void Backings::release(Chunk& c, bool keep) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "marks.h"
+#include "policy/keep_copies.h"
 
 namespace gms::act::swap {
 
@@ -100,9 +101,11 @@ struct Backings {
   void release(Chunk& c, bool keep = false);
   // The chunk's clean copy goes to the spares and its sum's slot back.
   void drop_clean(Chunk& c);
-  // Whether a chunk coming in may keep its host copy of `bytes`: while the host memory made for
-  // movable memory stays within the managed limit (none: always).
-  bool may_keep_clean(uint64_t bytes) const;
+  // Whether the chunk coming in now (counted) keeps its host copy of `bytes`: while kept copies pay
+  // (policy/keep_copies.h) and the host memory made for movable memory stays within the managed
+  // limit (none: always).
+  bool may_keep_clean(uint64_t bytes);
+  policy::KeepCopies keep_copies;
   // Releases spare device memory of `dev` until at most `allowed` bytes are left.
   void trim(int dev, uint64_t allowed);
   // The program holds no movable memory any more: after the copies, every spare goes back.

@@ -194,6 +194,7 @@ void copy_outs(Round& round) {
   std::erase_if(outs, [&](Round::Out& o) {
     if (o.unchanged) {  // no copy, nothing to wait for: its device memory is free now
       runtime_stats().decision(Decision::swap_unchanged, o.at.size());
+      backings().keep_copies.left_unchanged();
       return false;
     }
     CUresult c = mk.copy_out(o.host.side, o.at.chunk().device.side, o.at.size(), round.out_stream, round.out_pt,

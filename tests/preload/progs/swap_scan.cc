@@ -141,9 +141,11 @@ int main() {
     CHECK(holds(b, 2, 1));
     fake_cuda_set_events_busy(0);
     CHECK(sync.added() == 0);
-    // b's copy in takes the device memory b's copy out left (over now), not c's: the end of the
-    // round after the copies out, and the program's copy after the end of the round.
-    CHECK(wait.added() == 2);
+    // b's copy in takes the device memory b's copy out left, not c's. That copy's batch reads busy,
+    // and nothing waited for it on the host: c's copy out takes new host memory rather than wait
+    // for copies in that hold none (b kept its host copy). So on the GPU: b's copy in after that
+    // batch, the end of the round after the copies out, the program's copy after the round.
+    CHECK(wait.added() == 3);
     // The copy itself: the driver's, or the shim's staged one.
     CHECK(last("cuStreamWaitEvent") < std::max(last("cuMemcpyDtoH_v2"), last("cuMemcpyDtoHAsync_v2")));
   }
