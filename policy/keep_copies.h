@@ -15,7 +15,7 @@ namespace gms::policy {
 class KeepCopies {
  public:
   static constexpr uint32_t kWindow = 256;     // copies in a verdict is made over
-  static constexpr uint32_t kPauseWindows = 16;  // windows without keeping after a verdict against
+  static constexpr uint32_t kPauseWindows = 8;  // windows without keeping after a verdict against
 
   // Whether the chunk coming in now keeps its copy; counts the copy in.
   bool keep_next();

@@ -51,10 +51,10 @@ TEST(KeepCopies, PausedWhereNoneLeavesUnchangedThenTriedAgain) {
   EXPECT_EQ(run(k, 3, KeepCopies::kWindow), 3 * KeepCopies::kWindow);
 }
 
-TEST(KeepCopies, AtMostOneWindowInSeventeenKeptWhereCopiesNeverPay) {
+TEST(KeepCopies, OneWindowAPauseKeptWhereCopiesNeverPay) {
   KeepCopies k;
-  const uint32_t windows = 17 * 6;
-  EXPECT_EQ(run(k, windows, 0), windows / 17 * KeepCopies::kWindow);
+  const uint32_t cycle = KeepCopies::kPauseWindows + 1, windows = cycle * 6;
+  EXPECT_EQ(run(k, windows, 0), windows / cycle * KeepCopies::kWindow);
 }
 
 }  // namespace

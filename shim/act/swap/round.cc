@@ -277,6 +277,7 @@ void keep_clean(Round& round, Round::In& in, Chunk& c) {
     b.drop_clean(c);
     c.clean = c.host;
     c.sum = slot;
+    runtime_stats().decision(Decision::swap_kept, in.at.size());
     return;
   }
   give_sum_slot(dev, slot);
