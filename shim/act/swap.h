@@ -35,8 +35,12 @@
 // device memory until room is needed: they are the first to give it back.
 //
 // The parts, each with its own state under one lock (act/swap/): base.h (the lock), marks (events,
-// the copy gate), backing (memory behind chunks, spares), slabs (the allocator, the chunk table),
-// scan (scan-order bookkeeping), round (the move round).
+// the copy gate), sums (checksums of chunks on the GPU), backing (memory behind chunks, spares,
+// kept host copies), slabs (the allocator, the chunk table), scan (scan-order bookkeeping), round
+// (the move round).
+//
+// Scan order keeps the host copy of a chunk brought in while such copies pay: a chunk leaving with
+// the sum it came in with is not copied out (act/swap/sums.h).
 #include <cstdint>
 #include <vector>
 

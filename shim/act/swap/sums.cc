@@ -63,7 +63,9 @@ bool sums_ready(int dev) {
 }
 
 int take_sum_slot(int dev) {
-  if (!sums_ready(dev)) return -1;
+  // The kernel runs in the current context, which must be the memory's device: a kernel of one
+  // device reading VMM memory mapped for another would fault (sticky) rather than fail.
+  if (dev != driver::current_device() || !sums_ready(dev)) return -1;
   DeviceSums& d = g_sums[dev];
   if (d.free.empty()) {
     Block b;

@@ -19,7 +19,8 @@ namespace gms::act::swap {
 // on the first call; false for good where it cannot be (no PTX built in, a driver that will not
 // load it), and then every eviction copies out as before.
 bool sums_ready(int dev);
-// A free slot of `dev`, or -1 when no more memory for slots can be made.
+// A free slot of `dev`, or -1 when no more memory for slots can be made or `dev` is not the
+// current context's device.
 int take_sum_slot(int dev);
 void give_sum_slot(int dev, int slot);
 // Queues on `stream`: the sum of the `bytes` at `p` (device memory, a multiple of 8 bytes) into
