@@ -14,6 +14,7 @@
 #include "act/turns.h"
 #include "act/swap.h"
 #include "act/tables.h"
+#include "act/textures.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -55,9 +56,6 @@ struct State {
     uint32_t dying = 0;
   };
   std::unordered_map<uintptr_t, Census> census;
-  // Texture objects' handles and the memory each reads (texture_made), per device: a handle is a
-  // small number, which another device's context may hand out too.
-  std::unordered_map<uint64_t, uintptr_t> textures[kMaxDevices];
   // GPUMEMSHIM_SWAP_LEARN: each device's step learner, and the movable allocations in each chunk
   // (what the learner's next uses are asked of for the chunk).
   policy::StepLearner* learners[kMaxDevices] = {};
@@ -180,14 +178,10 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
 // to equal a handle costs a needless move at worst.)
 void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
                 std::vector<policy::RegionId>& out, Words* words = nullptr) {
-  const auto& textures = s.textures[dev];
   for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
     uintptr_t w;
     std::memcpy(&w, p + k, sizeof(w));
-    if (!textures.empty()) {
-      auto t = textures.find(w);
-      if (t != textures.end()) scan_word(t->second, lo, hi, dev, s, out);
-    }
+    if (const uintptr_t t = texture_memory(dev, w)) scan_word(t, lo, hi, dev, s, out);
     scan_word(w, lo, hi, dev, s, out, words);
   }
 }
@@ -582,29 +576,6 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
     g_tracked_hi.store(0);
   }
 }
-
-void texture_made(CUtexObject tex, uintptr_t base) {
-  ShimScope scope;
-  const int dev = driver::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.textures[dev][tex] = base;
-}
-
-uintptr_t texture_gone(CUtexObject tex) {
-  ShimScope scope;
-  const int dev = driver::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return 0;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  auto it = s.textures[dev].find(tex);
-  if (it == s.textures[dev].end()) return 0;
-  const uintptr_t base = it->second;
-  s.textures[dev].erase(it);
-  return base;
-}
-
 
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;

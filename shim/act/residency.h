@@ -41,13 +41,6 @@ void residency_swap_freed(uintptr_t base, uint64_t size, int device);
 // when the residency lock is busy (the caller then takes the driver's way, which is always right).
 bool residency_on_host(uintptr_t base);
 
-// A texture object made over the memory at `base` (linear or pitched) in the current device's
-// context, and one about to be destroyed (returns the memory it read, 0 if unknown, for
-// texture_made to put back should the destroy fail): the launch scan takes the handle, met as a
-// kernel argument, for a pointer to that memory too.
-void texture_made(CUtexObject tex, uintptr_t base);
-uintptr_t texture_gone(CUtexObject tex);
-
 // The inline hooks below test g_tracked_regions (act/tracked.h) first.
 
 // Before a pointer query at `p` (the hooks of cuPointerGetAttribute(s), cuMemGetAddressRange):

@@ -1,5 +1,6 @@
 // Kernel and graph launches, stream memory operations, and the unified-memory hints (observed only, for now).
 #include "act/residency.h"
+#include "act/textures.h"
 #include "common.h"
 
 using namespace gms;
