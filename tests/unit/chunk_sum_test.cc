@@ -13,6 +13,8 @@ namespace {
 
 using gms::act::swap::sum::lane_a;
 using gms::act::swap::sum::lane_b;
+using gms::act::swap::sum::salt_a;
+using gms::act::swap::sum::salt_b;
 
 std::pair<uint64_t, uint64_t> sum_of(const std::vector<uint64_t>& w, size_t from = 0, size_t to = SIZE_MAX) {
   uint64_t a = 0, b = 0;
@@ -64,6 +66,17 @@ TEST(ChunkSum, MovedWordsChangeTheSum) {
   std::vector<uint64_t> shifted(w.begin() + 1, w.end());  // everything one word down
   shifted.push_back(w[0]);
   EXPECT_NE(sum_of(shifted), before);
+}
+
+TEST(ChunkSum, TheSameWordsUnderAnotherSaltDoNotMatch) {
+  // A sum that lands late in a slot reused since (its chunk's, under its salt) must not pass for
+  // the sum of another chunk that happens to hold the same words (zeros, say).
+  const auto w = std::vector<uint64_t>(512, 0);
+  const auto s = sum_of(w);
+  for (uint64_t salt = 1; salt < 64; ++salt) {
+    EXPECT_NE(s.first + salt_a(salt), s.first + salt_a(salt + 1));
+    EXPECT_NE(s.second + salt_b(salt), s.second + salt_b(salt + 1));
+  }
 }
 
 TEST(ChunkSum, ManyRandomChangesAllSeen) {

@@ -38,6 +38,7 @@ struct Chunk {
   // While the chunk's sum is unchanged the copy is still right, and an eviction copies nothing.
   Backing clean;
   int sum = -1;
+  uint64_t salt = 0;
   bool on_device() const { return device.handle != 0; }
 };
 

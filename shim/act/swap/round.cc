@@ -83,8 +83,9 @@ bool plan(Round& round) {
       fail(m, "eviction", r, range.size);
       continue;
     }
-    Round::Out o{at, h, -1, false, {}};
+    Round::Out o{at, h, -1, 0, false, {}};
     o.sum = kept ? c.sum : -1;
+    o.salt = c.salt;
     round.outs.push_back(o);
     c.sum = -1;
   }
@@ -123,9 +124,9 @@ bool wait_for_work(Round& round) {
   }
   CUresult r = round.scan ? wait_for_uses(round.touched) : sync_context();
   if (r == CUDA_SUCCESS) return true;
+  // A kept copy (sum set) is left to leak: nothing waited for its copy in, which may still read it.
   for (Round::Out& o : round.outs) {
-    backings().give_host(o.host);
-    give_sum_slot(o.at.range->dev, o.sum);
+    if (o.sum < 0) backings().give_host(o.host);
   }
   for (Move& m : round.moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
   return false;
@@ -148,12 +149,12 @@ void check_unchanged(Round& round) {
     const int slot = st ? take_sum_slot(dev) : -1;
     if (slot >= 0) {
       gpu_wait(o.at.range->marks.ready, st, false);
-      if (queue_sum(dev, slot, o.at.chunk().device.side, o.at.size(), st) == CUDA_SUCCESS) {
+      if (queue_sum(dev, slot, o.at.chunk().device.side, o.at.size(), o.salt, st) == CUDA_SUCCESS) {
         checks.push_back({&o, slot});
         continue;
       }
+      // Part of the sum may be queued: its slot is left to leak, never to be found by another sum.
     }
-    give_sum_slot(dev, slot);
     give_sum_slot(dev, o.sum);
     o.sum = -1;
   }
@@ -169,7 +170,7 @@ void check_unchanged(Round& round) {
     const int dev = o->at.range->dev;
     const uint64_t *was = sum_of(dev, o->sum), *now = sum_of(dev, slot);
     o->unchanged = ok && was[0] == now[0] && was[1] == now[1];
-    give_sum_slot(dev, slot);
+    if (ok) give_sum_slot(dev, slot);  // else its sum may still land there: left to leak
     give_sum_slot(dev, o->sum);
     o->sum = -1;
   }
@@ -273,14 +274,16 @@ void keep_clean(Round& round, Round::In& in, Chunk& c) {
   Backings& b = backings();
   const int dev = in.at.range->dev;
   const int slot = round.scan && b.may_keep_clean(in.at.size()) ? take_sum_slot(dev) : -1;
-  if (slot >= 0 && queue_sum(dev, slot, in.device.side, in.at.size(), round.in_stream) == CUDA_SUCCESS) {
-    b.drop_clean(c);
+  // A chunk on the host keeps no copy (plan() takes it, with its sum, when the chunk leaves).
+  const uint64_t salt = new_salt();
+  if (slot >= 0 && queue_sum(dev, slot, in.device.side, in.at.size(), salt, round.in_stream) == CUDA_SUCCESS) {
     c.clean = c.host;
     c.sum = slot;
+    c.salt = salt;
     runtime_stats().decision(Decision::swap_kept, in.at.size());
     return;
   }
-  give_sum_slot(dev, slot);
+  // A slot whose sum failed part way is left to leak (never found by another sum).
   round.spent_hosts.push_back(c.host);
 }
 

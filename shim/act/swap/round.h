@@ -30,6 +30,7 @@ struct Round {
     Slot at;
     Backing host;  // the copy: new, or the one the chunk kept when it came in (Chunk::clean)
     int sum = -1;  // with a kept copy: the slot of the sum the chunk came in with
+    uint64_t salt = 0;  // and that sum's salt
     bool unchanged = false;  // the sum is the same now: the kept copy is right, nothing to copy
     Mark copied;   // recorded after the copy (scan order)
     bool lent = false;  // context order: its device memory went to a copy in (copy_ins)

@@ -27,9 +27,13 @@ GMS_SUM_FN uint64_t mix(uint64_t x) {
 
 GMS_SUM_FN uint64_t lane_a(uint64_t word, uint64_t i) { return mix(word + (i + 1) * 0x9e3779b97f4a7c15ull); }
 GMS_SUM_FN uint64_t lane_b(uint64_t word, uint64_t i) { return mix((word ^ 0x632be59bd9b4e019ull) * 0xd1b54a32d192ed03ull + i); }
+// Added once to each lane: the sum's salt, new for every chunk brought in and used again by its
+// check, so that a sum landing late in a slot reused since can never match another chunk's.
+GMS_SUM_FN uint64_t salt_a(uint64_t salt) { return mix(salt ^ 0x2545f4914f6cdd1dull); }
+GMS_SUM_FN uint64_t salt_b(uint64_t salt) { return mix(salt + 0x7f4a7c159e3779b9ull); }
 
 // The kernel's name in the module (sums.cu) and its shape: out[0] and out[1] must be zero first.
-//   gms_chunk_sum(const uint64_t* words, uint64_t n, uint64_t* out)
+//   gms_chunk_sum(const uint64_t* words, uint64_t n, uint64_t* out, uint64_t salt)
 constexpr const char* kKernel = "gms_chunk_sum";
 constexpr unsigned kThreads = 256;  // a multiple of the warp: the kernel reduces warp by warp
 

@@ -89,7 +89,12 @@ void give_sum_slot(int dev, int slot) {
   if (slot >= 0 && dev >= 0 && dev < kMaxDevices) g_sums[dev].free.push_back(slot);
 }
 
-CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, CUstream stream) {
+uint64_t new_salt() {
+  static uint64_t next = 0;  // under mu()
+  return ++next;
+}
+
+CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, uint64_t salt, CUstream stream) {
   if (slot < 0 || !sums_ready(dev)) return CUDA_ERROR_INVALID_VALUE;
   DeviceSums& d = g_sums[dev];
   const Block& b = d.slots[slot / kSlotsPerBlock];
@@ -97,7 +102,8 @@ CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, CUstream st
   CUdeviceptr out = b.device + static_cast<CUdeviceptr>(k) * 16;
   CUresult r = call_real(GMS_REAL(cuMemsetD32Async), out, 0u, size_t{4}, stream);
   unsigned long long n = bytes / 8;
-  void* params[] = {&p, &n, &out};
+  unsigned long long s = salt;
+  void* params[] = {&p, &n, &out, &s};
   if (r == CUDA_SUCCESS) {
     r = call_real(GMS_REAL(cuLaunchKernel), d.fn, d.blocks, 1u, 1u, sum::kThreads, 1u, 1u, 0u, stream, params,
                   static_cast<void**>(nullptr));

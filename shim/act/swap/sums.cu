@@ -4,10 +4,13 @@
 
 using gms::act::swap::sum::lane_a;
 using gms::act::swap::sum::lane_b;
+using gms::act::swap::sum::salt_a;
+using gms::act::swap::sum::salt_b;
 
 extern "C" __global__ void gms_chunk_sum(const unsigned long long* __restrict__ words, unsigned long long n,
-                                         unsigned long long* out) {
-  unsigned long long a = 0, b = 0;
+                                         unsigned long long* out, unsigned long long salt) {
+  const bool first = blockIdx.x == 0 && threadIdx.x == 0;
+  unsigned long long a = first ? salt_a(salt) : 0, b = first ? salt_b(salt) : 0;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const unsigned long long w = words[i];

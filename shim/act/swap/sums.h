@@ -23,9 +23,11 @@ bool sums_ready(int dev);
 // current context's device.
 int take_sum_slot(int dev);
 void give_sum_slot(int dev, int slot);
-// Queues on `stream`: the sum of the `bytes` at `p` (device memory, a multiple of 8 bytes) into
-// `slot`, then its copy to the host, where sum_of reads it once the stream's work is over.
-CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, CUstream stream);
+// Queues on `stream`: the sum of the `bytes` at `p` (device memory, a multiple of 8 bytes) salted
+// with `salt` into `slot`, then its copy to the host, where sum_of reads it once the stream's work
+// is over. A chunk's check uses the salt of its sum as it came in (new_salt).
+CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, uint64_t salt, CUstream stream);
+uint64_t new_salt();
 // The sum in `slot` (two words), as the last queued sum left it.
 const uint64_t* sum_of(int dev, int slot);
 

@@ -99,14 +99,15 @@ FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t
 
 namespace {
 
-// The chunk checksum (act/swap/sum_mix.h) over the memory at params[0], params[1] words, added
-// into the two words at params[2], as the GPU's kernel does.
+// The chunk checksum (act/swap/sum_mix.h) over the memory at params[0], params[1] words, salted
+// with params[3], added into the two words at params[2], as the GPU's kernel does.
 void chunk_sum(void** params) {
   namespace sum = gms::act::swap::sum;
   const auto* w = reinterpret_cast<const uint64_t*>(*static_cast<CUdeviceptr*>(params[0]));
   const uint64_t n = *static_cast<unsigned long long*>(params[1]);
   auto* out = reinterpret_cast<uint64_t*>(*static_cast<CUdeviceptr*>(params[2]));
-  uint64_t a = 0, b = 0;
+  const uint64_t salt = *static_cast<unsigned long long*>(params[3]);
+  uint64_t a = sum::salt_a(salt), b = sum::salt_b(salt);
   for (uint64_t i = 0; i < n; ++i) {
     a += sum::lane_a(w[i], i);
     b += sum::lane_b(w[i], i);
