@@ -1,10 +1,10 @@
 #pragma once
 // Whether chunks of movable memory coming in keep their host copy (shim/act/swap/sums.h): a kept
 // copy saves the copy out of a chunk that leaves as it came in (weights that decoding's steps only
-// read: 95% of evictions on the H100, docs/benchmarks.md), and costs a sum on the GPU at every copy
+// read: most of its evictions, docs/benchmarks.md), and costs a sum on the GPU at every copy
 // in, a check at the eviction and host memory that cannot serve other evictions meanwhile. Where
 // chunks do not leave unchanged (training: activations written, brought back once and freed;
-// weights the optimizer writes) the cost is all there is: 12% on the zoo's steps. So copies are
+// weights the optimizer writes) the cost is all there is (docs/design/schedule.md). So copies are
 // kept while they pay: over each window of copies in, at least a quarter of those kept must leave
 // unchanged; otherwise none is kept for a pause of several windows, and then they are tried again
 // (the program may have moved on, from training to evaluation or generation). Pure code.

@@ -4,8 +4,8 @@
 // of what came in; when it leaves, the sum is taken again, and if it is the same the host copy is
 // still right: no copy out, and its device memory is free as soon as its uses are over. Weights
 // that a step only reads (decoding's every step, training's backward pass) then cross the link one
-// way. The sum (sum_mix.h) changes with any changed word; about 64 MiB is summed in 25 us on an
-// H100, against 1.2 ms to copy it out.
+// way. The sum (sum_mix.h) changes with any changed word; it reads the chunk once at the device
+// memory's speed, where a copy out crosses the link (docs/design/schedule.md).
 //
 // Each sum has a slot: 16 bytes of device memory the kernel adds into and 16 bytes of pinned host
 // memory it is copied to, both made in blocks when first needed. Caller holds mu().
