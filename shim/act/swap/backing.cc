@@ -117,17 +117,22 @@ uint64_t Backings::spare_bytes(int dev) const {
 }
 
 void Backings::reap(bool all, const std::pair<int, uint64_t>* until) {
-  while (!pending.empty() && !(until && spare.count(*until))) {
-    Pending& p = pending.front();
+  // Batches of copies in and of copies out end in their own orders: one not over yet does not
+  // hold up those after it.
+  for (auto it = pending.begin(); it != pending.end() && !(until && spare.count(*until));) {
+    Pending& p = *it;
     if (p.done.event) {
       CUresult r = all ? call_real(GMS_REAL(cuEventSynchronize), p.done.event) : call_real(GMS_REAL(cuEventQuery), p.done.event);
-      if (r == CUDA_ERROR_NOT_READY) return;
+      if (r == CUDA_ERROR_NOT_READY) {
+        ++it;
+        continue;
+      }
       // Any other error: the context is broken, nothing more will read them.
     }
     for (const Backing& h : p.hosts) give_host(h);
     for (const Backing& d : p.devices) give_device(d);
     marks().give(p.done);
-    pending.pop_front();
+    it = pending.erase(it);
   }
 }
 

@@ -114,6 +114,7 @@ CUstream Marks::copy_stream(int which) {
 
 void Marks::release_all() {
   for (Mark& m : last_copies) give(m);
+  for (Mark& m : last_outs) give(m);
   for (auto& pool : events) {
     for (CUevent e : pool) call_real(GMS_REAL(cuEventDestroy_v2), e);
     pool.clear();

@@ -46,7 +46,9 @@ struct Marks {
   uint32_t* gate_word[kMaxDevices] = {};
   CUdeviceptr gate_at[kMaxDevices] = {};
   bool gate_tried[kMaxDevices] = {};
-  Mark last_copies[kMaxDevices];  // the end of the last round's copies, by context device
+  // The end of the last round's copies in, and of its copies out, by context device.
+  Mark last_copies[kMaxDevices];
+  Mark last_outs[kMaxDevices];
 
   // An idle event of the current context's pool, or a new one; null when there is none.
   Mark take();

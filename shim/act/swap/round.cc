@@ -248,7 +248,7 @@ void remap_evictions(Round& round) {
         continue;
       }
       // Put the device memory back: it still holds the data.
-      round.spent_hosts.push_back(o->host);
+      round.spent_out_hosts.push_back(o->host);
       mk.give(o->copied);
       if (map(o->at.va(), o->at.size(), c.device.handle, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
@@ -258,7 +258,7 @@ void remap_evictions(Round& round) {
     CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
     if (u == CUDA_SUCCESS) return true;
     flush();
-    round.spent_hosts.push_back(o.host);
+    round.spent_out_hosts.push_back(o.host);
     mk.give(o.copied);
     fail(*o.at.m, "eviction", u, o.at.size());
     return false;
@@ -309,6 +309,9 @@ void remap_prefetches(Round& round) {
     }
     for (Round::In* in : in_run) {
       Chunk& c = in->at.chunk();
+      // The host copy is whole once the copy out that made it is over (its ready mark): copies out
+      // run on a stream of their own, which copies in do not follow.
+      if (m == CUDA_SUCCESS) gpu_wait(in->at.range->marks.ready, round.in_stream, round.in_pt);
       CUresult r = m == CUDA_SUCCESS ? copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt) : m;
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
@@ -362,58 +365,65 @@ void remap_prefetches(Round& round) {
   };
   in_runs(round.ins, take_and_unmap, prefetch_run);
   for (auto& [size, f] : round.freed) {
-    round.spent_devices.push_back(f.device);
+    round.spent_out_devices.push_back(f.device);
     mk.give(f.copied);
   }
   round.freed.clear();
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - round.remap_start);
 }
 
+namespace {
+
+// Scan order: a batch of spent memory, free once the copies queued on `stream` so far are over.
+bool pend(std::vector<Backing>& hosts, std::vector<Backing>& devices, CUstream stream) {
+  if (hosts.empty() && devices.empty()) return true;
+  Backings::Pending p;
+  p.done = marks().take();
+  if (!(p.done.event && record(p.done, stream))) {
+    marks().give(p.done);
+    return false;
+  }
+  p.hosts = std::move(hosts);
+  p.devices = std::move(devices);
+  backings().pending.push_back(std::move(p));
+  hosts.clear();
+  devices.clear();
+  return true;
+}
+
+bool mark_end(Mark& m, CUstream stream) {
+  if (!m.event) m = marks().take();
+  return m.event && record(m, stream);
+}
+
+}  // namespace
+
 void finish(Round& round) {
-  Marks& mk = marks();
   Backings& b = backings();
   if (round.scan) {
-    // A chunk brought in is ready after its own copy (which waited for the copy out of the memory
-    // it reuses): a launch that uses it need not wait for this round's other copies out, which run
-    // beside it. One event ends all the round's copies, in after out: the evicted ranges are ready
-    // after it, and the spent memory is free.
+    // The two directions stay apart: copies in never wait on the GPU for copies out but those of
+    // the memory they reuse (ordered when it was taken) and those that made the host copy they
+    // read (the chunk's ready mark), so a round's copies in run beside the copies out of this
+    // round and the ones before (docs/design/schedule.md, "Both directions at once"). A chunk
+    // brought in is ready after its own copy; an evicted chunk after the round's copies out (its
+    // host copy is whole then). Spent memory is free after the copies of its direction.
     bool ok = true;
     for (Round::In& in : round.ins) {
-      if (!ok) break;
-      RangeMarks& rm = in.at.range->marks;
-      if (!rm.ready.event) rm.ready = mk.take();
-      ok = rm.ready.event && record(rm.ready, round.in_stream);
-    }
-    if (ok && !round.outs.empty()) {
-      Mark out_done = mk.take();
-      ok = out_done.event && record(out_done, round.out_stream);
-      if (ok) gpu_wait(out_done, round.in_stream, round.in_pt);
-      mk.give(out_done);
-    }
-    Backings::Pending p;
-    if (ok) {
-      p.done = mk.take();
-      ok = p.done.event && record(p.done, round.in_stream);
+      if (!(ok = mark_end(in.at.range->marks.ready, round.in_stream))) break;
     }
     for (Range* range : round.touched) {
       if (!ok) break;
       if (std::any_of(round.ins.begin(), round.ins.end(), [&](const Round::In& in) { return in.at.range == range; })) continue;
-      if (!range->marks.ready.event) range->marks.ready = mk.take();
-      ok = range->marks.ready.event && record(range->marks.ready, round.in_stream);
+      ok = mark_end(range->marks.ready, round.out_stream);
     }
     const int dev = driver::current_device();
+    Marks& mk = marks();
     if (ok && (ok = dev >= 0 && dev < kMaxDevices)) {
-      Mark& last = mk.last_copies[dev];
-      if (!last.event) last = mk.take();
-      ok = last.event && record(last, round.in_stream);
+      ok = mark_end(mk.last_copies[dev], round.in_stream) && mark_end(mk.last_outs[dev], round.out_stream);
     }
-    if (ok) {
-      p.hosts = std::move(round.spent_hosts);
-      p.devices = std::move(round.spent_devices);
-      b.pending.push_back(std::move(p));
-      return;
-    }
-    mk.give(p.done);
+    ok = ok && pend(round.spent_hosts, round.spent_devices, round.in_stream) &&
+         pend(round.spent_out_hosts, round.spent_out_devices, round.out_stream);
+    if (ok) return;
     // No events: wait here, as context order does.
   }
   // Other streams may use the chunks next: the copies must be over before anyone launches.
@@ -422,8 +432,12 @@ void finish(Round& round) {
   if (r != CUDA_SUCCESS) {
     for (Round::In& in : round.ins) fail(*in.at.m, "prefetch", r, in.at.size());
   }
-  for (const Backing& h : round.spent_hosts) b.give_host(h);
-  for (const Backing& d : round.spent_devices) b.give_device(d);
+  for (auto* hosts : {&round.spent_hosts, &round.spent_out_hosts}) {
+    for (const Backing& h : *hosts) b.give_host(h);
+  }
+  for (auto* devices : {&round.spent_devices, &round.spent_out_devices}) {
+    for (const Backing& d : *devices) b.give_device(d);
+  }
 }
 
 void copy_ins(Round& round) {

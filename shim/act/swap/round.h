@@ -57,7 +57,10 @@ struct Round {
     Mark copied;
   };
   std::multimap<uint64_t, Freed> freed;  // by size
+  // Memory to give back after the round's copies: what copies in may still read or write (and
+  // context order's), and what copies out may (scan order: free after the copies out alone).
   std::vector<Backing> spent_devices, spent_hosts;
+  std::vector<Backing> spent_out_devices, spent_out_hosts;
   uint64_t remap_start = 0;  // for the statistics: the remaps' time
 };
 

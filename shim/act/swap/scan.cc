@@ -130,10 +130,13 @@ void finish_copies() {
     if (range.chunk.parked) parked.push_back(base);
   }
   map_parked(parked);
-  for (Mark& last : marks().last_copies) {
-    if (last.event && call_real(GMS_REAL(cuEventQuery), last.event) == CUDA_ERROR_NOT_READY) {
-      Timed t(Timing::swap_wait_ns);
-      call_real(GMS_REAL(cuEventSynchronize), last.event);
+  for (Mark* lasts : {marks().last_copies, marks().last_outs}) {
+    for (int d = 0; d < kMaxDevices; ++d) {
+      Mark& last = lasts[d];
+      if (last.event && call_real(GMS_REAL(cuEventQuery), last.event) == CUDA_ERROR_NOT_READY) {
+        Timed t(Timing::swap_wait_ns);
+        call_real(GMS_REAL(cuEventSynchronize), last.event);
+      }
     }
   }
 }

@@ -111,9 +111,17 @@ void Slabs::release_dead(size_t k, bool keep) {
   if (!sl || it == ranges.end()) return;
   const uint64_t c = sl->chunk_at(base);
   settle_chunk(*sl, c);
+  // Its last move's copies may still run (a copy out writing its host copy, which a new chunk may
+  // be given next): the memory is free after them.
+  Mark& ready = it->second.marks.ready;
+  if (ready.event && call_real(GMS_REAL(cuEventQuery), ready.event) == CUDA_ERROR_NOT_READY) {
+    Timed timed(Timing::swap_wait_ns);
+    call_real(GMS_REAL(cuEventSynchronize), ready.event);
+  }
   if (it->second.chunk.on_device()) dead_device[sl->dev] -= it->second.size;
   if (!unback(base, it->second, keep)) return;
   set_parked(it->second.chunk, false);
+  marks().give_all(it->second.marks);
   ranges.erase(it);
   sl->arena.set_backing(c, policy::Arena::Backing::none);
 }
@@ -134,8 +142,12 @@ void Slabs::release_dead_hosts() {
 void Slabs::bury(Slab& sl, uint64_t c) {
   auto it = ranges.find(sl.chunk_base(c));
   if (it == ranges.end()) return;
-  marks().give_all(it->second.marks);  // the frees were ordered after their uses
-  it->second.marks.in_flight = 0;
+  // The frees were ordered after their uses; its last move's copies may still run, which the
+  // next allocation there (or its release) waits for: the ready mark stays.
+  RangeMarks& rm = it->second.marks;
+  for (Mark& m : rm.uses) marks().give(m);
+  rm.uses.clear();
+  rm.in_flight = 0;
   dead.push_back(it->first);
   if (it->second.chunk.on_device()) dead_device[sl.dev] += it->second.size;
 }
