@@ -23,7 +23,7 @@ Z=${ZOO:-tests/gpu/zoo/zoo.py}
 TMP=$(mktemp -d)
 last_json() { grep '^{' | tail -1; }
 # row MODEL BUDGET_DIV CONFIG JSON: one line of zoo.jsonl
-row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "$ROWS"; }
+row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "${LANE_ROWS:-$ROWS}"; }
 SHIMENV=(env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G)
 run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
 bench_model() {
@@ -74,9 +74,11 @@ if [ "$GPUS" -gt 1 ]; then
   k=0
   for m in $MODELS; do lanes[$((k % GPUS))]+=" $m"; k=$((k + 1)); done
   for ((g = 0; g < GPUS; g++)); do
-    (export CUDA_VISIBLE_DEVICES=$g; for m in ${lanes[$g]}; do bench_model "$m"; done) &
+    # Each lane writes rows of its own (appends from several processes could interleave).
+    (export CUDA_VISIBLE_DEVICES=$g LANE_ROWS="$TMP/rows.$g"; for m in ${lanes[$g]}; do bench_model "$m"; done) &
   done
   wait
+  for ((g = 0; g < GPUS; g++)); do cat "$TMP/rows.$g" >> "$ROWS" 2>/dev/null; done
 else
   for m in $MODELS; do bench_model "$m"; done
 fi
