@@ -61,10 +61,12 @@ def decode(model, ids, tokens):
     for _ in range(tokens - 1):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
+        torch.cuda.nvtx.range_push("token")  # what a trace's token is (token_time.py)
         out = model(input_ids=tok, past_key_values=cache, use_cache=True)
         cache = out.past_key_values
         tok = out.logits[:, -1].argmax(-1, keepdim=True)
         torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
         times.append(time.perf_counter() - t0)
         generated.append(tok)
     return torch.cat(generated, 1), times

@@ -3,7 +3,7 @@
 # side in one run on the GPU machine: for each model shape and batch, ms per token with no limit,
 # then at budgets of a half and a quarter of the weights' size: policy auto with nothing else set
 # but the budget, Hugging Face accelerate's big-model dispatch with that much GPU memory, and policy
-# auto traced (where its token's time goes: the report's view of the repeating step). The bound per
+# auto traced (where its token's time goes: tests/gpu/zoo/token_time.py). The bound per
 # token is the larger of the token with no limit and the weights that do not fit the budget
 # crossing the link once at LINK_GBS (55 GB/s on the H100; a floor: the budget also holds the
 # key/value cache and the activations). Rows go to $OUT/decode.jsonl, the table to $OUT/decode.md
@@ -12,7 +12,7 @@
 # device limit. SHAPES, BATCHES, TOKENS, LINK_GBS and GPUS (lanes, one GPU each: each shape and
 # batch is measured side by side on its own GPU) may be set.
 . "$(dirname "$0")/prelude.sh"
-build_gpu cli
+build_gpu
 SHAPES=${SHAPES:-3b 8b}
 BATCHES=${BATCHES:-1 8}
 TOKENS=${TOKENS:-32}
@@ -36,18 +36,13 @@ bench_pair() {
     row "$shape" "$div" "auto" "$(run env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=24G GPUMEMSHIM_POLICY=auto \
       GPUMEMSHIM_DEVICE_LIMIT=${mib}M python3 $D "$shape" --batch "$batch" --tokens "$TOKENS")"
     row "$shape" "$div" "accelerate" "$(run python3 $D "$shape" --batch "$batch" --tokens "$TOKENS" --accelerate "$bytes")"
-    # Where auto's token goes: the same run traced, the report's view of its repeating step (the
-    # token), per token.
+    # Where auto's token goes: the same run traced, each token's GPU time split (token_time.py).
     tr="$TMP/$shape-$batch-$div.jsonl"
     step=$(run env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=24G GPUMEMSHIM_POLICY=auto GPUMEMSHIM_TRACE="$tr" \
       GPUMEMSHIM_DEVICE_LIMIT=${mib}M python3 $D "$shape" --batch "$batch" --tokens "$TOKENS")
-    row "$shape" "$div" "auto, traced" "$("$TOOL" report "$tr" --json 2>>"$LOG" | python3 -c '
+    row "$shape" "$div" "auto, traced" "$(python3 tests/gpu/zoo/token_time.py "$tr" 2>>"$LOG" | python3 -c '
 import json, sys
-run = json.loads(sys.argv[1] or "{}")
-steps = json.load(sys.stdin).get("steps") or [{}]
-s = steps[0]
-keep = ("period", "measured_ns", "busy_ns", "idle_ns", "idle_copying_ns", "kernel_ns", "copied_in", "copied_out", "missing")
-print(json.dumps({**{k: s.get(k) for k in keep}, "token_ms": run.get("token_ms"), "batch": int(sys.argv[2])}))' "$step" "$batch")"
+print(json.dumps({**json.loads(sys.stdin.read() or "{}"), "token_ms": json.loads(sys.argv[1] or "{}").get("token_ms"), "batch": int(sys.argv[2])}))' "$step" "$batch")"
     rm -f "$tr"
   done
 }
@@ -94,15 +89,15 @@ for (shape, batch, div), c in sorted(by.items(), key=lambda k: (k[0][0], k[0][1]
     err = auto.get("error") or ""
     print(f"| {shape} | {batch} | weights/{div} | {f(base)} | {f(bound)} | {f(a) or err} | {r(a, bound)} | {f(x)} | {r(x, a)} | {same} |")
 print()
-print("Where auto's token went (its traced run, the report's repeating step; tracing slows it a little):")
+print("Where auto's token went (its traced run, medians over the tokens after the first quarter; tracing slows it a little):")
 print()
-print("| shape | batch | budget | token (traced) | launches a token | kernels running | idle, copies running | idle, nothing on the GPU | GB in / out a token |")
-print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+print("| shape | batch | budget | token (traced) | kernels running | idle, copies running | idle, nothing on the GPU | GB in / out a token |")
+print("|---|---:|---|---:|---:|---:|---:|---:|")
 for (shape, batch, div), c in sorted(by.items(), key=lambda k: (k[0][0], k[0][1] or 0, k[0][2])):
     t = c.get("auto, traced")
-    if div == "1" or not t or not t.get("measured_ns"):
+    if div == "1" or not t or not t.get("token_ns"):
         continue
     ms = lambda k: (t.get(k) or 0) / 1e6  # noqa: E731
-    print(f"| {shape} | {batch} | weights/{div} | {ms('measured_ns'):.1f} | {t.get('period')} | {ms('busy_ns'):.1f} | {ms('idle_copying_ns'):.1f} | "
+    print(f"| {shape} | {batch} | weights/{div} | {ms('token_ns'):.1f} | {ms('busy_ns'):.1f} | {ms('idle_copying_ns'):.1f} | "
           f"{ms('idle_ns') - ms('idle_copying_ns'):.1f} | {(t.get('copied_in') or 0) / 1e9:.2f} / {(t.get('copied_out') or 0) / 1e9:.2f} |")
 PY
