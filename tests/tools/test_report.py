@@ -279,6 +279,28 @@ class ReportStepsTest(unittest.TestCase):
         self.assertNotIn("missing", s)
         self.assertEqual(s["period"], 10)
 
+    def test_step_found_when_a_kernel_is_loaded_anew_each_step(self):
+        """Libraries that build kernels at run time load the same kernel under a new function
+        handle each time (cuDNN's attention while decoding: a new handle every token): the step is
+        the sequence of kernel names, and it is found (the decoding traces of 2026-11-27 gave a
+        layer instead of the token before)."""
+        with open(os.path.join(TRACES, "training.jsonl")) as f:
+            lines = [json.loads(l) for l in f]
+        launches = sorted((l for l in lines if l["type"] == "launch" and not l.get("part")), key=lambda l: l["seq"])
+        fifth = [l for k, l in enumerate(launches) if k % 10 == 4]
+        for k, l in enumerate(fifth):
+            l["fn"] = hex(0x9000 + k)  # the same kernel (its name in the kernel records), a new handle each step
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            with open(path, "w") as f:
+                for l in lines:
+                    f.write(json.dumps(l) + "\n")
+            r = report(path, "--json", cwd=tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (s,) = json.loads(r.stdout)["steps"]
+        self.assertNotIn("missing", s)
+        self.assertEqual((s["period"], s["steps"]), (10, 5))
+
     def test_no_launch_lines_says_why(self):
         (s,) = json.loads(report("copies.jsonl", "--json").stdout)["steps"]
         self.assertIn("no launch lines", s["missing"])

@@ -95,9 +95,10 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
     if (kernel_of[i] >= 0) L.push_back(i);
   }
   const int64_t n = static_cast<int64_t>(L.size());
-  std::unordered_map<uint64_t, uint32_t> fn_key;
+  // Keyed by the kernel's name, not its function handle: libraries that build kernels at run time
+  // load the same kernel under a new handle each time (cuDNN's attention in decoding: one a token).
   std::vector<uint32_t> keys;
-  for (size_t i : L) keys.push_back(fn_key.emplace(f.launches[i].fn, static_cast<uint32_t>(fn_key.size())).first->second);
+  for (size_t i : L) keys.push_back(f.kernels[static_cast<size_t>(kernel_of[i])].name);
   std::vector<uint32_t> tail(keys.end() - std::min(keys.size(), kSearched), keys.end());
   const policy::Period found = policy::find_period(tail);
   const int64_t P = static_cast<int64_t>(found.period);
