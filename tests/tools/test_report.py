@@ -301,6 +301,30 @@ class ReportStepsTest(unittest.TestCase):
         self.assertNotIn("missing", s)
         self.assertEqual((s["period"], s["steps"]), (10, 5))
 
+    def test_both_directions_at_once(self):
+        """copy_both_ns: how long copies in and copies out ran at once. The recorded run's copies
+        took turns (0); with a copy in added inside every copy out, 2 ms each, the step has 2 ms of
+        both per copy out."""
+        (s,) = json.loads(report("training.jsonl", "--json").stdout)["steps"]
+        self.assertEqual(s["copy_both_ns"], 0)
+        with open(os.path.join(TRACES, "training.jsonl")) as f:
+            lines = [json.loads(l) for l in f]
+        extra = [{"type": "memcpy", "t": l["t"] + 1000000, "end": l["t"] + 3000000, "bytes": 1 << 20, "copy_kind": "htod",
+                  "src_kind": "pinned", "dst_kind": "device", "device": 0, "stream": 159, "correlation": 0}
+                 for l in lines if l["type"] == "memcpy" and l["copy_kind"] == "dtoh"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            with open(path, "w") as f:
+                for l in lines + extra:
+                    f.write(json.dumps(l) + "\n")
+            r = report(path, "--json", cwd=tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (both,) = json.loads(r.stdout)["steps"]
+        outs = s["copied_out"] // (256 << 20)
+        self.assertEqual(outs, 3)
+        self.assertEqual(both["copy_both_ns"], outs * 2000000)
+        self.assertEqual(both["idle_copying_ns"], s["idle_copying_ns"], "inside copies that ran anyway")
+
     def test_no_launch_lines_says_why(self):
         (s,) = json.loads(report("copies.jsonl", "--json").stdout)["steps"]
         self.assertIn("no launch lines", s["missing"])

@@ -319,6 +319,7 @@ void steps(JsonWriter& w, const Report& r) {
     w.key("copied_out"), w.value(s.copied_out);
     w.key("copy_in_ns"), w.value(s.copy_in_ns);
     w.key("copy_out_ns"), w.value(s.copy_out_ns);
+    w.key("copy_both_ns"), w.value(s.copy_both_ns);
     w.key("peak_bytes"), w.value(s.peak_bytes);
     w.key("budget"), w.value(s.budget);
     w.key("feasible"), w.value(s.feasible);

@@ -1,6 +1,7 @@
 #include "report/steps.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -231,7 +232,8 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
   row.idle_ns = std::max<int64_t>(0, row.measured_ns - row.busy_ns);
   // Where the idle time went: copies running and no kernel (copies not overlapped), or nothing on
   // the GPU at all (the host's waits: remaps, synchronisations, launches not yet queued).
-  std::vector<std::pair<int64_t, int>> edges;  // time, +-1 kernels (k) or +-2 copies (c)
+  // And whether the link's two directions ran at once (copies in beside copies out).
+  std::vector<std::pair<int64_t, int>> edges;  // time, +-1 kernels, +-2 copies in, +-3 copies out
   for (int64_t g = S; g < S + P; ++g) {
     const KernelEvent& ke = f.kernels[kernel_of[L[g]]];
     edges.push_back({std::max(ke.t, t0), 1});
@@ -239,18 +241,17 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
   }
   for (const MemcpyEvent& m : f.memcpys) {
     if (m.end <= t0 || m.t >= t1 || (m.copy_kind != set.ids.htod && m.copy_kind != set.ids.dtoh)) continue;
-    edges.push_back({std::max(m.t, t0), 2});
-    edges.push_back({std::min(m.end, t1), -2});
+    const int kind = m.copy_kind == set.ids.htod ? 2 : 3;
+    edges.push_back({std::max(m.t, t0), kind});
+    edges.push_back({std::min(m.end, t1), -kind});
   }
   std::sort(edges.begin(), edges.end());
-  int kernels = 0, copies = 0;
+  int running[4] = {};  // by |code|
   for (size_t e = 0; e < edges.size(); ++e) {
-    if (e > 0 && kernels == 0 && copies > 0) row.idle_copying_ns += edges[e].first - edges[e - 1].first;
-    if (edges[e].second == 1 || edges[e].second == -1) {
-      kernels += edges[e].second;
-    } else {
-      copies += edges[e].second / 2;
-    }
+    const int64_t span = e > 0 ? edges[e].first - edges[e - 1].first : 0;
+    if (running[1] == 0 && running[2] + running[3] > 0) row.idle_copying_ns += span;
+    if (running[2] > 0 && running[3] > 0) row.copy_both_ns += span;
+    running[std::abs(edges[e].second)] += edges[e].second > 0 ? 1 : -1;
   }
   row.idle_copying_ns = std::min(row.idle_copying_ns, row.idle_ns);
   for (const MemcpyEvent& m : f.memcpys) {

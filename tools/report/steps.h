@@ -29,6 +29,7 @@ struct StepRow {
   int64_t idle_copying_ns = 0;  // of idle_ns, with a copy each way or both running: copies no kernel overlaps
   uint64_t copied_in = 0, copied_out = 0;
   int64_t copy_in_ns = 0, copy_out_ns = 0;
+  int64_t copy_both_ns = 0;  // copies in and copies out running at once (the link's two directions)
 };
 
 // The step of one file (its last whole step but one: the lives of the step after it are known).

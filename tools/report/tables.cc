@@ -285,6 +285,11 @@ Table steps_table(const TraceSet& set, const Report& r) {
                           human_duration(s.idle_ns - s.idle_copying_ns) +
                           " with nothing on the GPU (the host's waits: remaps, synchronisations, launches)");
     }
+    if (s.copy_in_ns > 0 && s.copy_out_ns > 0) {
+      tab.notes.push_back(who + ": copies in ran " + human_duration(s.copy_in_ns) + ", copies out " +
+                          human_duration(s.copy_out_ns) + ", both at once " + human_duration(s.copy_both_ns) +
+                          " (the link carries both directions at full rate: the less at once, the more they took turns)");
+    }
     if (bounded) {
       tab.notes.push_back(who + ": the schedule moves " + bytes(s.plan_in) + " in and " + bytes(s.plan_out) +
                           " out per step at 54.6 GB/s each way beside the kernels, each at its fastest in the trace (" +
