@@ -206,6 +206,18 @@ class ReportStepsTest(unittest.TestCase):
     """The repeating step of a training loop (training.jsonl: ten kernels a step, three activations
     over the budget), the bound its budget allows, and the step timeline --timeline writes."""
 
+    def step_of(self, lines):
+        """The report's one step of a trace made of these records."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.jsonl")
+            with open(path, "w") as f:
+                for l in lines:
+                    f.write(json.dumps(l) + "\n")
+            r = report(path, "--json", cwd=tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (step,) = json.loads(r.stdout)["steps"]
+        return step
+
     def test_step_and_bounds(self):
         r = report("training.jsonl", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -268,14 +280,7 @@ class ReportStepsTest(unittest.TestCase):
             extra.append({"type": "launch", "t": t, "seq": seq, "stream": "0x0", "fn": hex(0x6000 + k), "regions": []})
             extra.append({"type": "kernel", "t": end - 1000000, "end": end, "name": f"after_{k}", "device": 0,
                           "stream": 7, "correlation": 900 + k, "grid": [1, 1, 1], "block": [1, 1, 1]})
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "t.jsonl")
-            with open(path, "w") as f:
-                for l in lines + extra:
-                    f.write(json.dumps(l) + "\n")
-            r = report(path, "--json", cwd=tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        (s,) = json.loads(r.stdout)["steps"]
+        s = self.step_of(lines + extra)
         self.assertNotIn("missing", s)
         self.assertEqual(s["period"], 10)
 
@@ -290,14 +295,7 @@ class ReportStepsTest(unittest.TestCase):
         fifth = [l for k, l in enumerate(launches) if k % 10 == 4]
         for k, l in enumerate(fifth):
             l["fn"] = hex(0x9000 + k)  # the same kernel (its name in the kernel records), a new handle each step
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "t.jsonl")
-            with open(path, "w") as f:
-                for l in lines:
-                    f.write(json.dumps(l) + "\n")
-            r = report(path, "--json", cwd=tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        (s,) = json.loads(r.stdout)["steps"]
+        s = self.step_of(lines)
         self.assertNotIn("missing", s)
         self.assertEqual((s["period"], s["steps"]), (10, 5))
 
@@ -312,14 +310,7 @@ class ReportStepsTest(unittest.TestCase):
         extra = [{"type": "memcpy", "t": l["t"] + 1000000, "end": l["t"] + 3000000, "bytes": 1 << 20, "copy_kind": "htod",
                   "src_kind": "pinned", "dst_kind": "device", "device": 0, "stream": 159, "correlation": 0}
                  for l in lines if l["type"] == "memcpy" and l["copy_kind"] == "dtoh"]
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "t.jsonl")
-            with open(path, "w") as f:
-                for l in lines + extra:
-                    f.write(json.dumps(l) + "\n")
-            r = report(path, "--json", cwd=tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        (both,) = json.loads(r.stdout)["steps"]
+        both = self.step_of(lines + extra)
         outs = s["copied_out"] // (256 << 20)
         self.assertEqual(outs, 3)
         self.assertEqual(both["copy_both_ns"], outs * 2000000)
