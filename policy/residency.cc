@@ -62,10 +62,12 @@ void ResidencyPlanner::remove_region(RegionId id) {
   regions_.erase(it);
 }
 
-void ResidencyPlanner::clear_stops() {
+void ResidencyPlanner::step_learnt() {
   for (auto& [id, r] : regions_) {
     r.pingpong_stopped = false;
     r.trips.clear();
+    // Early evictions under way keep their bookkeeping; armed_ drops the region lazily.
+    r.learned_uses = r.prev_evicted_uses = r.evicted_uses = 0;
   }
 }
 
@@ -128,35 +130,26 @@ uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_reference
     if (next != NextUse::kUnknown) known.push_back({next, r});
   }
   std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  // First the farthest the GPU is done with, unless it is used again within kSoon launches. In a
-  // step that uses each region once (decoding), the order by next use is the reverse order of the
-  // last uses, so the busy ones come first: the first idle one is found by doubling, then halving
-  // (about 2 log n event queries, not one per region).
+  // First the farthest the GPU is done with, unless it is used again within kSoon launches: one it
+  // may still be using is passed over (evicting it would wait for the GPU, and the program's thread
+  // with it) while the bytes passed over stay within busy_lead. Each region passed over stays at
+  // the price of one used again sooner: in a loop over layers the farthest is the layer just
+  // queued, and passing over every busy one lets the program's lead over the GPU eat the layers
+  // next use keeps.
   constexpr uint64_t kSoon = 64;
-  const size_t n = known.size();
-  auto idle = [&](size_t i) { return !next_->busy(known[i].second->id); };
-  size_t first = n;
-  if (n > 0 && idle(0)) {
-    first = 0;
-  } else if (n > 1) {
-    size_t busy = 0, step = 1;
-    while (busy + step < n && !idle(busy + step)) {
-      busy += step;
-      step *= 2;
-    }
-    size_t hi = std::min(busy + step, n - 1);
-    if (hi > busy && idle(hi)) {
-      while (hi - busy > 1) {
-        const size_t mid = busy + (hi - busy) / 2;
-        (idle(mid) ? hi : busy) = mid;
+  uint64_t passed = 0;
+  for (auto& [next, r] : known) {
+    if (need == 0 || next < kSoon) break;
+    if (next_->busy(r->id)) {
+      const uint64_t bytes = resident_of(*r);
+      if (passed + bytes <= cfg_.busy_lead) {
+        passed += bytes;
+        continue;
       }
-      first = hi;
     }
-  }
-  for (size_t i = first; i < n && need > 0 && known[i].first >= kSoon; ++i) {
     ++stats_.by_next_use;
-    need = evict_from(*known[i].second, need, out);
-    known[i].second = nullptr;
+    need = evict_from(*r, need, out);
+    r = nullptr;
   }
   for (auto& [next, r] : known) {
     if (need == 0) break;

@@ -35,6 +35,9 @@ struct ResidencyConfig {
   // launches, what counts as a long absence.
   bool early = false;
   uint64_t early_min_gap = 32;
+  // Room by next use (set_next_use) passes over regions the GPU may still be using, for ones it is
+  // done with, up to this many bytes (see the rules). UINT64_MAX: every busy one.
+  uint64_t busy_lead = UINT64_MAX;
 
   static constexpr uint64_t kMinChunk = 2ull << 20;
   static constexpr uint64_t kMaxChunk = 64ull << 20;
@@ -100,10 +103,11 @@ struct PlannerStats {
 //   Resident chunks of referenced regions are never evicted, even when they alone exceed the budget.
 //   With a NextUse (set_next_use) that knows the step, room comes from the regions used again
 //   farthest ahead instead (those freed before their next use first; the spared marks then make no
-//   difference), whole, least recently used first among equals and for regions it cannot say; first
-//   the farthest that the GPU is done with (NextUse::busy), unless it is used again within 64
-//   launches: in a step that uses each region once, like decoding, the farthest next use is the
-//   region just used, which the GPU is likely still running, and evicting it waits for that.
+//   difference), whole, least recently used first among equals and for regions it cannot say;
+//   passing over, while they add up to at most `busy_lead` bytes, those the GPU may still be using
+//   (NextUse::busy) that are used again 64 launches ahead or later: in a step that uses each region
+//   once, like decoding, the farthest next use is the region just used, which the GPU is likely
+//   still running, and evicting it waits for that. What is passed over goes last, farthest first.
 // - Ping-pong: a prefetch of a region whose chunks were evicted within the window is a round trip;
 //   the round trip that would exceed `pingpong_limit` within the window is not made: the region gets
 //   a stay_remote note and never moves to the device again (until removed); its resident chunks stay
@@ -165,8 +169,14 @@ class ResidencyPlanner {
   void set_streamed(RegionId id, bool streamed);
   // Room by next use (null: by recency, as without it). The object must outlive its use here.
   void set_next_use(const NextUse* next) { next_ = next; }
-  // Regions stopped for ping-pong may move again (a learnt step plans its round trips).
-  void clear_stops();
+  // The program follows a learnt step from now on (room by next use): regions stopped for
+  // ping-pong may move again (the step plans its round trips), and the early evictions learnt while
+  // room came from recency are forgotten, to be learnt again from the room next use makes. In a
+  // loop over layers that do not all fit, recency evicts every layer, so every layer is learnt as
+  // an early candidate; kept, that lesson goes on evicting each layer after its use, the first ones
+  // too, which next use would keep: decoding with weights twice the budget moved 15 of its 16 GB
+  // every token.
+  void step_learnt();
   // Launches since one referenced it (since it was added, if none did); 0 for unknown ids.
   uint64_t idle_launches(RegionId id) const;
 
@@ -174,7 +184,7 @@ class ResidencyPlanner {
   // it does not count towards ping-pong).
   void mark_on_host(RegionId id);
   // Kept on the host while the CPU takes turns on it (policy/turns.h): none of it resident, never
-  // prefetched until cleared (clear_stops leaves it). Unknown ids are ignored.
+  // prefetched until cleared (step_learnt leaves it). Unknown ids are ignored.
   void set_shared(RegionId id, bool shared);
 
   uint64_t resident_bytes() const { return resident_total_; }

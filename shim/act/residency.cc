@@ -135,6 +135,10 @@ policy::ResidencyPlanner& planner(State& s, int dev) {
   if (!s.planners[dev]) {
     policy::ResidencyConfig cfg;
     cfg.early = options().swap_early.value && scan_order();
+    // Four chunks of lead over the GPU: a launch or two's memory in flight. Measured on the H200 at
+    // 0, 128 MiB to 2 GiB and unbounded (docs/benchmarks.md, "How far ahead of the GPU"): 128 to
+    // 512 MiB took decoding with weights twice the budget from 356 to 253-278 ms a token.
+    cfg.busy_lead = 4 * swap::chunk_bytes();
     s.planners[dev] = new policy::ResidencyPlanner(cfg);
   }
   return *s.planners[dev];
@@ -683,8 +687,8 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   policy::StepLearner& l = *learner(s, dev);
   const policy::StepLearner::State was = l.state();
   l.launched(fn, t_trace.regions, t_trace.n);
-  // Round trips are planned now: what ping-pong stopped before may move again.
-  if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).clear_stops();
+  // Room comes from next use now: what ping-pong stopped and what recency taught early eviction go.
+  if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).step_learnt();
   if (l.state() != was && log_enabled(LogLevel::info)) {
     static const char* const kStates[] = {"searching", "recording", "following"};
     Line line;

@@ -96,6 +96,15 @@ TEST(ResidencyNextUse, RoomFromWhatTheGpuIsDoneWith) {
     p.set_next_use(&t);
     EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(5, 0, 4 * MiB)}));
   }
+  {
+    ResidencyConfig c = chunks_of_2m();
+    c.busy_lead = 4 * MiB;  // one busy region's bytes
+    ResidencyPlanner p(c);
+    fill(p);
+    p.set_next_use(&t);
+    EXPECT_EQ(p.plan_launch({5}, 16 * MiB), (std::vector<Action>{ev(3, 0, 4 * MiB), pf(5, 0, 4 * MiB)}))
+        << "4 is passed over, which uses up the lead: 3 goes, busy or not, before 1, used again sooner";
+  }
   t.running = {{4, true}, {3, true}, {1, true}};
   {
     ResidencyPlanner p(chunks_of_2m());
@@ -146,7 +155,7 @@ TEST(ResidencyNextUse, KnownStepLiftsPingPongStops) {
   p.plan_launch({2}, 4 * MiB);  // 1 out
   p.plan_launch({1}, 4 * MiB);  // 1 back within the window: stopped
   EXPECT_TRUE(p.stays_remote(1));
-  p.clear_stops();
+  p.step_learnt();
   EXPECT_FALSE(p.stays_remote(1));
   Table t;
   t.next = {{1, 1}, {2, 1}};
@@ -158,6 +167,48 @@ TEST(ResidencyNextUse, KnownStepLiftsPingPongStops) {
   }
   EXPECT_FALSE(p.stays_remote(1));
   EXPECT_FALSE(p.stays_remote(2));
+}
+
+// A loop over six layers of 2 MiB with room for four, one launch each. By recency every layer is
+// evicted for room after its one use, a long gap before it comes back, loop after loop: early
+// eviction learns every layer, and would evict each one after its use. Once the step is learnt,
+// that lesson is forgotten and next use keeps three layers: half the moves of recency each loop.
+TEST(ResidencyNextUse, KnownStepForgetsWhatRecencyTaughtEarlyEviction) {
+  ResidencyConfig c = chunks_of_2m();
+  c.pingpong_window = 0;
+  c.early = true;
+  c.early_min_gap = 2;
+  ResidencyPlanner p(c);
+  constexpr int kLayers = 6;
+  for (RegionId id = 1; id <= kLayers; ++id) p.add_region(id, 2 * MiB);
+  const uint64_t budget = 8 * MiB;
+  auto loop = [&](Table* t) {
+    uint64_t in = 0;
+    for (int k = 0; k < kLayers; ++k) {
+      if (t) {
+        // Launches from the next one (this launch's) until each layer's next use.
+        for (int j = 0; j < kLayers; ++j) t->next[1 + j] = static_cast<uint64_t>((j - k + kLayers) % kLayers);
+      }
+      for (const Action& a : p.plan_launch({static_cast<RegionId>(1 + k)}, budget)) {
+        if (a.kind == ActionKind::prefetch_to_device) in += a.bytes;
+      }
+      if (t) {
+        for (RegionId id : p.early_candidates(0)) p.evict_early({id});
+      }
+    }
+    return in;
+  };
+  for (int k = 0; k < 4; ++k) loop(nullptr);
+  EXPECT_EQ(loop(nullptr), 6 * 2 * MiB) << "recency brings every layer back";
+  EXPECT_FALSE(p.early_candidates(0).empty()) << "recency taught early eviction";
+  p.step_learnt();
+  EXPECT_TRUE(p.early_candidates(0).empty());
+  Table t;
+  p.set_next_use(&t);
+  for (int k = 0; k < 6; ++k) {
+    const uint64_t in = loop(&t);
+    EXPECT_LE(in, 3 * 2 * MiB) << "loop " << k << " (recency's lesson evicts every layer: 12 MiB)";
+  }
 }
 
 }  // namespace

@@ -505,7 +505,7 @@ TEST(Residency, HostTouchesAreNotPingPong) {
   EXPECT_EQ(p.stats().pingpong_stops, 0u);
 }
 
-// Shared (the CPU's turns, policy/turns.h): on the host, never prefetched, untouched by clear_stops;
+// Shared (the CPU's turns, policy/turns.h): on the host, never prefetched, untouched by step_learnt;
 // cleared, prefetched again.
 TEST(Residency, SharedRegionIsNeverPrefetchedUntilCleared) {
   ResidencyPlanner p(small_chunks());
@@ -516,7 +516,7 @@ TEST(Residency, SharedRegionIsNeverPrefetchedUntilCleared) {
   p.set_shared(99, true);
   EXPECT_EQ(p.resident_bytes(), 0u);
   EXPECT_TRUE(p.stays_remote(1));
-  p.clear_stops();
+  p.step_learnt();
   EXPECT_EQ(p.plan_launch({1, 2}, 8 * MiB), (Actions{pf(2, 0, 2 * MiB)}));
   EXPECT_EQ(p.plan_ahead({1}, 8 * MiB), Actions{});
   p.set_shared(1, false);
