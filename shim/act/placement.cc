@@ -138,7 +138,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   const auto& cfg = placement_config();
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
-  pr.capturing = req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread);
+  pr.capturing = req.in_graph || (req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread));
   const policy::DeviceBudget within = placement_budget(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
@@ -270,7 +270,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
 }
 
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
-              CUresult (*real_free)(void*), void* ctx) {
+              CUresult (*real_free)(void*), void* ctx, bool in_graph) {
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
@@ -283,7 +283,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||
                  region->placement == Placement::swap)) {
     const bool swap = region->placement == Placement::swap;
-    if (stream_ordered && driver::stream_capturing(stream, per_thread)) {
+    if (in_graph || (stream_ordered && driver::stream_capturing(stream, per_thread))) {
       // Captured, the free is a node of a graph that has not run yet, and may never run: the memory
       // must outlive every launch of the graph's kernels, and synchronising a capturing stream would
       // end the capture. So it is kept, and goes back to the system with the process.

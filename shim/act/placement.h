@@ -23,6 +23,7 @@ struct AllocRequest {
   CUstream stream;   // stream-ordered allocations: their stream; else nullptr
   bool stream_ordered;
   bool per_thread;   // the _ptsz entry point: stream 0 means the per-thread default stream
+  bool in_graph = false;  // a memory node added to a graph by hand: placed as in a stream capture
 };
 
 // The device's budget as placement sees it: the limit, and what the program holds there, with,
@@ -37,9 +38,10 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
 // Frees a pointer with the call that matches what the shim made of it. For stream-ordered frees
 // of managed or pinned memory the shim made, the stream is synchronised first, so the free keeps
 // stream order; movable memory is kept for reuse behind an event (act/swap.h).
-// `real_free` is the program's own call, used for ordinary device memory.
+// `real_free` is the program's own call, used for ordinary device memory. `in_graph`: a free node
+// added to a graph by hand, handled as a stream-ordered free inside a capture.
 CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered, bool per_thread,
-              CUresult (*real_free)(void* ctx), void* ctx);
+              CUresult (*real_free)(void* ctx), void* ctx, bool in_graph = false);
 
 // cuMemGetInfo within the budget (driver/budget.h) when allocations are decided at all.
 void adjust_mem_info(size_t* free_bytes, size_t* total_bytes);

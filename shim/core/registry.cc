@@ -18,7 +18,7 @@ const char* mem_kind_name(MemKind k) {
 const char* origin_name(Origin o) {
   static const char* const kNames[] = {
       "cuMemAlloc", "cuMemAllocPitch", "cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
-      "cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister", "cuMemMap",
+      "cuMemHostAlloc", "cuMemAllocHost", "cuMemHostRegister", "cuMemMap", "cuGraphAddMemAllocNode",
       "malloc", "calloc", "realloc", "memalign", "mmap_anon", "mmap_file", "mremap",
   };
   auto i = static_cast<size_t>(o);

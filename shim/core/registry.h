@@ -34,7 +34,7 @@ const char* mem_kind_name(MemKind k);
 // Which call made a region.
 enum class Origin : uint8_t {
   cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged, cuMemAllocAsync, cuMemAllocFromPoolAsync,
-  cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister, cuMemMap,
+  cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister, cuMemMap, cuGraphAddMemAllocNode,
   malloc, calloc, realloc, memalign, mmap_anon, mmap_file, mremap,
 };
 const char* origin_name(Origin o);

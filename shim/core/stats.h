@@ -9,7 +9,7 @@ namespace gms {
 // Every statistic is declared once here; the text table and the JSON document are both printed by
 // walking these lists, so the two can never disagree.
 #define GMS_FAMILIES(X)                                                                   \
-  X(mem_alloc, "cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, cuMemAllocFromPoolAsync, cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate") \
+  X(mem_alloc, "cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync, cuMemAllocFromPoolAsync, cuGraphAddMemAllocNode, cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate") \
   X(mem_alloc_managed, "cuMemAllocManaged")                                              \
   X(mem_free, "cuMemFree, cuMemFreeAsync, cuArrayDestroy, cuMipmappedArrayDestroy")        \
   X(host_alloc, "cuMemHostAlloc, cuMemAllocHost")                                        \

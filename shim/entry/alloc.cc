@@ -1,6 +1,9 @@
 // Allocation, free, host pinning and VMM entry points.
+#include <cstring>
+
 #include "act/arrays.h"
 #include "act/copy.h"
+#include "act/graph_nodes.h"
 #include "act/host_alloc.h"
 #include "act/placement.h"
 #include "act/residency.h"
@@ -100,6 +103,71 @@ GMS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   }
 GMS_FREE_ASYNC(cuMemFreeAsync)
 GMS_FREE_ASYNC(cuMemFreeAsync_ptsz)
+
+// Memory nodes added to a graph by hand (act/graph_nodes.h). `empty` stands in for a node of
+// memory the shim made outside the graph.
+GMS_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t n,
+                                           CUDA_MEM_ALLOC_NODE_PARAMS* params) {
+  GMS_NESTED(cuGraphAddMemAllocNode, node, graph, deps, n, params);
+  auto real = [&] { return call_real(GMS_REAL(cuGraphAddMemAllocNode), node, graph, deps, n, params); };
+  auto empty = [&] { return call_real(GMS_REAL(cuGraphAddEmptyNode), node, graph, deps, n); };
+  return act::graph_alloc_node(node, params, params ? &params->dptr : nullptr, act::invoke<decltype(real)>, &real,
+                               act::invoke<decltype(empty)>, &empty);
+}
+
+GMS_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t n,
+                                          CUdeviceptr p) {
+  GMS_NESTED(cuGraphAddMemFreeNode, node, graph, deps, n, p);
+  auto real = [&] { return call_real(GMS_REAL(cuGraphAddMemFreeNode), node, graph, deps, n, p); };
+  auto empty = [&] { return call_real(GMS_REAL(cuGraphAddEmptyNode), node, graph, deps, n); };
+  return act::graph_free_node(p, act::invoke<decltype(real)>, &real, act::invoke<decltype(empty)>, &empty);
+}
+
+GMS_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS* out) {
+  GMS_NESTED(cuGraphMemAllocNodeGetParams, node, out);
+  CUresult r = call_real(GMS_REAL(cuGraphMemAllocNodeGetParams), node, out);
+  return r != CUDA_SUCCESS && act::graph_node_params(node, out) ? CUDA_SUCCESS : r;
+}
+
+namespace {
+// cuGraphAddNode and its _v2 with a memory node's parameters, as the calls above; `real` adds the
+// node the program asked for, `empty` an empty one in its place.
+template <typename Real, typename Empty>
+CUresult graph_add_node(CUgraphNode* node, CUgraphNodeParams* p, Real&& real, Empty&& empty) {
+  if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+    static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == sizeof(p->alloc), "the _v2 parameters keep the layout");
+    CUDA_MEM_ALLOC_NODE_PARAMS asked;
+    std::memcpy(&asked, &p->alloc, sizeof asked);
+    return act::graph_alloc_node(node, &asked, &p->alloc.dptr, act::invoke<Real>, &real, act::invoke<Empty>, &empty);
+  }
+  if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+    return act::graph_free_node(p->free.dptr, act::invoke<Real>, &real, act::invoke<Empty>, &empty);
+  }
+  return real();
+}
+}  // namespace
+
+GMS_EXPORT CUresult cuGraphAddNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t n,
+                                   CUgraphNodeParams* p) {
+  GMS_NESTED(cuGraphAddNode, node, graph, deps, n, p);
+  return graph_add_node(
+      node, p, [&] { return call_real(GMS_REAL(cuGraphAddNode), node, graph, deps, n, p); },
+      [&] { return call_real(GMS_REAL(cuGraphAddEmptyNode), node, graph, deps, n); });
+}
+
+GMS_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                      const CUgraphEdgeData* edges, size_t n, CUgraphNodeParams* p) {
+  GMS_NESTED(cuGraphAddNode_v2, node, graph, deps, edges, n, p);
+  return graph_add_node(
+      node, p, [&] { return call_real(GMS_REAL(cuGraphAddNode_v2), node, graph, deps, edges, n, p); },
+      [&] {
+        // The edges' data (ports, types) stay with an empty node of the same call.
+        if (!edges) return call_real(GMS_REAL(cuGraphAddEmptyNode), node, graph, deps, n);
+        CUgraphNodeParams e{};
+        e.type = CU_GRAPH_NODE_TYPE_EMPTY;
+        return call_real(GMS_REAL(cuGraphAddNode_v2), node, graph, deps, edges, n, &e);
+      });
+}
 
 GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {
   GMS_NESTED(cuMemHostAlloc, pp, bytes, flags);

@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 149 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 154 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -183,6 +183,10 @@ class Expect:
             self.call("mem_alloc", n)
         for _ in range(3):                                    # cuArrayDestroy (twice), cuMipmappedArrayDestroy
             self.call("mem_free", 0)
+        for _ in range(2):                                    # cuGraphAddMemAllocNode, cuGraphAddNode (memory nodes)
+            self.alloc("mem_alloc", "device", S)
+        for _ in range(2):                                    # their free nodes: cuGraphAddMemFreeNode, cuGraphAddNode_v2
+            self.free("mem_free", "device", S)
         for direction, kind in [
                 ("htod", "pageable"), ("htod", "pageable"),   # HtoD, _ptds
                 ("dtoh", "pageable"), ("dtoh", "pageable"),   # DtoH, _ptds
@@ -432,7 +436,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("149 hooked implementations called", run.stdout)
+        self.assertIn("154 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -835,6 +839,19 @@ class PreloadPlacement(PreloadCase):
             d = self.only_stats(run)["decisions"]
             self.assertEqual(d["spilled_vmm"]["bytes"], 0 if policy == "off" else 16 * MiB, policy)
             self.assertEqual(d["refused"]["calls"], 2 if policy == "off" else 0, policy)
+
+    def test_graph_memory_nodes_under_the_budget(self):
+        # Memory nodes added to a graph by hand: counted from the node's making, past the budget
+        # host memory made outside the graph with an empty node in its place under spill, device
+        # memory under auto, refused under off (progs/graph_nodes.cc checks the nodes and bytes).
+        for policy in ("auto", "spill", "off"):
+            env = {"GPUMEMSHIM_POLICY": policy, "GPUMEMSHIM_DEVICE_LIMIT": "16M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+            run = self.run_program("graph_nodes", policy, env=env)
+            self.assertIn(f"graph nodes ok ({policy})", run.stdout)
+            d = self.only_stats(run)["decisions"]
+            self.assertEqual(d["spilled_managed"]["bytes"], 14 * MiB if policy == "spill" else 0, policy)
+            self.assertEqual(d["refused"]["calls"], 2 if policy == "off" else 0, policy)
+            self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0, policy)
 
     def test_arrays_under_the_budget(self):
         # CUDA arrays: counted from creation to destroy, refused past the budget under every policy

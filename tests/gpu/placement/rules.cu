@@ -5,7 +5,8 @@
 // - a stream capture that uses spilled memory, allocates on the stream and frees spilled memory on
 //   the stream ends cleanly, and its graph computes the right thing;
 // - a graph memory node past the budget (96 MiB) gets host memory made outside the graph, and three
-//   replays of the graph compute the right thing;
+//   replays of the graph compute the right thing; the same for a graph built by hand
+//   (cudaGraphAddMemAllocNode), whose allocation node becomes an empty node;
 // - spilled memory freed on a stream right after a kernel that writes it: no error, right data.
 // Prints "ok", or what went wrong and exits 1.
 #include <cuda_runtime.h>
@@ -88,6 +89,61 @@ int main() {
   }
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
+
+  // The same graph built by hand, as CUDA's sample graphMemoryNodes builds one
+  // (cudaGraphAddMemAllocNode, kernel nodes, cudaGraphAddMemFreeNode): past the budget, host memory
+  // made outside the graph, an empty node in the allocation's place; the node still answers with
+  // its address. Within the budget (4 MiB) the graph's own node.
+  {
+    int dev = 0;
+    CHECK(cudaGetDevice(&dev));
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    cudaMemAllocNodeParams ap{};
+    ap.poolProps.allocType = cudaMemAllocationTypePinned;
+    ap.poolProps.location.type = cudaMemLocationTypeDevice;
+    ap.poolProps.location.id = dev;
+    ap.bytesize = m * sizeof(float);
+    cudaGraphNode_t alloc_node, small_node, fill_node, add_node, free_node, small_free;
+    CHECK(cudaGraphAddMemAllocNode(&alloc_node, g, nullptr, 0, &ap));
+    cudaMemAllocNodeParams small = ap;
+    small.bytesize = 4 * MiB;
+    small.dptr = nullptr;
+    CHECK(cudaGraphAddMemAllocNode(&small_node, g, &alloc_node, 1, &small));
+    cudaMemAllocNodeParams got{};
+    CHECK(cudaGraphMemAllocNodeGetParams(alloc_node, &got));
+    EXPECT(got.dptr == ap.dptr && got.bytesize == ap.bytesize);
+    float* hand = static_cast<float*>(ap.dptr);
+    size_t count = m;
+    float one = 1.0f;
+    void* fill_args[] = {&hand, &count, &one};
+    cudaKernelNodeParams kp{};
+    kp.func = reinterpret_cast<void*>(fill);
+    kp.gridDim = dim3(1024);
+    kp.blockDim = dim3(256);
+    kp.kernelParams = fill_args;
+    CHECK(cudaGraphAddKernelNode(&fill_node, g, &small_node, 1, &kp));
+    void* add_args[] = {&big, &big, &hand, &count};
+    kp.func = reinterpret_cast<void*>(add);
+    kp.kernelParams = add_args;
+    CHECK(cudaGraphAddKernelNode(&add_node, g, &fill_node, 1, &kp));
+    CHECK(cudaGraphAddMemFreeNode(&free_node, g, &add_node, 1, ap.dptr));
+    CHECK(cudaGraphAddMemFreeNode(&small_free, g, &free_node, 1, small.dptr));
+    cudaGraphExec_t ge;
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 3; ++r) CHECK(cudaGraphLaunch(ge, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(back.data(), big, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i += 4099) {
+      float expect = (i < 4 * MiB / sizeof(float) ? 5.0f : 4.0f) + (i < m ? 6.0f : 0.0f);
+      if (back[i] != expect) {
+        std::printf("graph built by hand, result at %zu: %g, expected %g\n", i, back[i], expect);
+        return 1;
+      }
+    }
+    CHECK(cudaGraphExecDestroy(ge));
+    CHECK(cudaGraphDestroy(g));
+  }
 
   // Outside a capture: a kernel writes spilled memory, which is freed on the stream at once.
   CHECK(cudaMalloc(&later, n * sizeof(float)));

@@ -70,6 +70,8 @@ int fake_cuda_set_kernel_params(CUfunction f, const size_t* sizes, size_t count)
 int fake_cuda_set_kernel_name(CUfunction f, const char* name);
 // Device memory no hooked call made (a module's variable); 0 on failure. Never freed.
 CUdeviceptr fake_cuda_module_global(size_t bytes);
+// The type of a graph node the stand-in made (a CUgraphNodeType), or -1 for an unknown handle.
+int fake_cuda_node_type(CUgraphNode node);
 
 #ifdef __cplusplus
 }

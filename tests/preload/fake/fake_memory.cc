@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "fake_internal.h"
 
@@ -445,4 +446,150 @@ FAKE_IMPL(cuArrayDestroy)(CUarray handle) {
 FAKE_IMPL(cuMipmappedArrayDestroy)(CUmipmappedArray handle) {
   FAKE_ENTER(k_cuMipmappedArrayDestroy);
   return array_drop(reinterpret_cast<uintptr_t>(handle));
+}
+
+// ---- graphs, as far as their memory nodes go -----------------------------------------------------
+// A graph is a handle; a node records its type and, for a memory node, its allocation or the
+// pointer it frees. An allocation node's memory is made when the node is added (the real driver
+// reserves the address then and backs it when the graph runs) and goes with its graph.
+
+namespace {
+
+struct FakeNode {
+  uintptr_t graph;
+  CUgraphNodeType type;
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc;  // type MEM_ALLOC
+  CUdeviceptr freed;                 // type MEM_FREE
+};
+std::mutex g_graph_mu;
+std::map<uintptr_t, FakeNode>& graph_nodes() {
+  static auto* m = new std::map<uintptr_t, FakeNode>;
+  return *m;
+}
+std::atomic<uintptr_t> g_next_graph{0x6000};
+
+CUresult add_node(CUgraphNode* node, CUgraph graph, size_t deps, const CUgraphNode* dep, FakeNode n) {
+  if (!node || !graph || (deps && !dep)) return CUDA_ERROR_INVALID_VALUE;
+  n.graph = reinterpret_cast<uintptr_t>(graph);
+  if (n.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+    if (n.alloc.bytesize == 0 || n.alloc.poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    FAKE_TRY(mem_alloc(&n.alloc.dptr, n.alloc.bytesize, Kind::device));
+  } else if (n.type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+    Block blk;
+    if (!find_block(static_cast<uintptr_t>(n.freed), 1, &blk) || blk.base != n.freed) return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard<std::mutex> lock(g_graph_mu);
+  const uintptr_t h = g_next_graph.fetch_add(16);
+  graph_nodes()[h] = n;
+  *node = reinterpret_cast<CUgraphNode>(h);
+  return CUDA_SUCCESS;
+}
+
+CUresult add_node(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, size_t deps, CUgraphNodeParams* p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  FakeNode n{};
+  n.type = p->type;
+  if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+    std::memcpy(&n.alloc, &p->alloc, sizeof n.alloc);  // the _v2 parameters have the same layout
+  } else if (p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+    n.freed = p->free.dptr;
+  } else if (p->type != CU_GRAPH_NODE_TYPE_EMPTY) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  CUresult r = add_node(node, graph, deps, dep, n);
+  if (r == CUDA_SUCCESS && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+    std::lock_guard<std::mutex> lock(g_graph_mu);
+    p->alloc.dptr = graph_nodes()[reinterpret_cast<uintptr_t>(*node)].alloc.dptr;
+  }
+  return r;
+}
+
+}  // namespace
+
+FAKE_IMPL(cuGraphCreate)(CUgraph* graph, unsigned int flags) {
+  FAKE_ENTER(k_cuGraphCreate);
+  FAKE_TRY(need_ctx());
+  if (!graph || flags) return CUDA_ERROR_INVALID_VALUE;
+  *graph = reinterpret_cast<CUgraph>(g_next_graph.fetch_add(16));
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuGraphDestroy)(CUgraph graph) {
+  FAKE_ENTER(k_cuGraphDestroy);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUdeviceptr> made;
+  {
+    std::lock_guard<std::mutex> lock(g_graph_mu);
+    for (auto it = graph_nodes().begin(); it != graph_nodes().end();) {
+      if (it->second.graph != reinterpret_cast<uintptr_t>(graph)) {
+        ++it;
+        continue;
+      }
+      if (it->second.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) made.push_back(it->second.alloc.dptr);
+      it = graph_nodes().erase(it);
+    }
+  }
+  for (CUdeviceptr p : made) drop_block(static_cast<uintptr_t>(p), Kind::device, Kind::device);
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuGraphAddEmptyNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, size_t deps) {
+  FAKE_ENTER(k_cuGraphAddEmptyNode);
+  FakeNode n{};
+  n.type = CU_GRAPH_NODE_TYPE_EMPTY;
+  return add_node(node, graph, deps, dep, n);
+}
+
+FAKE_IMPL(cuGraphAddMemAllocNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, size_t deps,
+                                  CUDA_MEM_ALLOC_NODE_PARAMS* params) {
+  FAKE_ENTER(k_cuGraphAddMemAllocNode);
+  FAKE_TRY(need_ctx());
+  if (!params) return CUDA_ERROR_INVALID_VALUE;
+  FakeNode n{};
+  n.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  n.alloc = *params;
+  CUresult r = add_node(node, graph, deps, dep, n);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(g_graph_mu);
+    params->dptr = graph_nodes()[reinterpret_cast<uintptr_t>(*node)].alloc.dptr;
+  }
+  return r;
+}
+
+FAKE_IMPL(cuGraphAddMemFreeNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, size_t deps, CUdeviceptr p) {
+  FAKE_ENTER(k_cuGraphAddMemFreeNode);
+  FAKE_TRY(need_ctx());
+  FakeNode n{};
+  n.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  n.freed = p;
+  return add_node(node, graph, deps, dep, n);
+}
+
+FAKE_IMPL(cuGraphMemAllocNodeGetParams)(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS* out) {
+  FAKE_ENTER(k_cuGraphMemAllocNodeGetParams);
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(g_graph_mu);
+  auto it = graph_nodes().find(reinterpret_cast<uintptr_t>(node));
+  if (it == graph_nodes().end() || it->second.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_INVALID_VALUE;
+  *out = it->second.alloc;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuGraphAddNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, size_t deps, CUgraphNodeParams* p) {
+  FAKE_ENTER(k_cuGraphAddNode);
+  FAKE_TRY(need_ctx());
+  return add_node(node, graph, dep, deps, p);
+}
+
+FAKE_IMPL(cuGraphAddNode_v2)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dep, const CUgraphEdgeData*,
+                             size_t deps, CUgraphNodeParams* p) {
+  FAKE_ENTER(k_cuGraphAddNode_v2);
+  FAKE_TRY(need_ctx());
+  return add_node(node, graph, dep, deps, p);
+}
+
+FAKE_EXPORT int fake_cuda_node_type(CUgraphNode node) {
+  std::lock_guard<std::mutex> lock(g_graph_mu);
+  auto it = graph_nodes().find(reinterpret_cast<uintptr_t>(node));
+  return it == graph_nodes().end() ? -1 : static_cast<int>(it->second.type);
 }

@@ -413,6 +413,29 @@ void every_hook(CUcontext ctx, CUstream s) {
   ONE(cuArrayDestroy, PFN_cuArrayDestroy_v2000, ar1);
   CK(get<PFN_cuArrayDestroy_v2000>("cuArrayDestroy")(ar3));
   ONE(cuMipmappedArrayDestroy, PFN_cuMipmappedArrayDestroy_v5000, mip);
+  // Graph memory nodes added by hand (within the budget: the program's own nodes).
+  CUgraph mgraph = nullptr;
+  CK(get<PFN_cuGraphCreate_v10000>("cuGraphCreate")(&mgraph, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS gp = {};
+  gp.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  gp.poolProps.location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  gp.bytesize = S;
+  CUgraphNode gn = nullptr, gf = nullptr;
+  ONE(cuGraphAddMemAllocNode, PFN_cuGraphAddMemAllocNode_v11040, &gn, mgraph, nullptr, 0, &gp);
+  CUDA_MEM_ALLOC_NODE_PARAMS gq = {};
+  ONE(cuGraphMemAllocNodeGetParams, PFN_cuGraphMemAllocNodeGetParams_v11040, gn, &gq);
+  CHECK(gq.dptr == gp.dptr && gq.bytesize == S);
+  ONE(cuGraphAddMemFreeNode, PFN_cuGraphAddMemFreeNode_v11040, &gf, mgraph, &gn, 1, gp.dptr);
+  CUgraphNodeParams np = {};
+  np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  std::memcpy(&np.alloc, &gp, sizeof gp);
+  np.alloc.dptr = 0;
+  ONE(cuGraphAddNode, PFN_cuGraphAddNode_v12020, &gn, mgraph, nullptr, 0, &np);
+  CUgraphNodeParams fp = {};
+  fp.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  fp.free.dptr = np.alloc.dptr;
+  ONE(cuGraphAddNode_v2, PFN_cuGraphAddNode_v12030, &gf, mgraph, &gn, nullptr, 1, &fp);
+  CK(get<PFN_cuGraphDestroy_v10000>("cuGraphDestroy")(mgraph));
 
   // ---- linear copies
   fill(hp, S, 1);
