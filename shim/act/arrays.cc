@@ -34,7 +34,7 @@ Arrays& arrays() {
 
 }  // namespace
 
-bool array_may_create(uint64_t bytes, int* dev) {
+bool array_may_create(uint64_t bytes, int* dev, const char* what) {
   *dev = driver::current_device();
   if (*dev < 0 || !placement_active()) return true;
   const auto& cfg = placement_config();
@@ -54,7 +54,7 @@ bool array_may_create(uint64_t bytes, int* dev) {
     return true;
   }
   Line l;
-  l.str("CUDA array of ").bytes(bytes).str(" on device ").i64(*dev).str(": refused (").str(p.reason).str("; device budget ")
+  l.str(what).str(" of ").bytes(bytes).str(" on device ").i64(*dev).str(": refused (").str(p.reason).str("; device budget ")
       .bytes(budget::limit(*dev)).str(", in use ").bytes(ledger().used(*dev)).str(")");
   log(LogLevel::info, l);
   runtime_stats().decision(Decision::refused, bytes);

@@ -14,8 +14,9 @@ namespace gms::act {
 // Whether an array of `bytes` may be made on the current device; false: answer out of memory.
 // Makes room (freed movable memory kept for reuse first, then evictions of movable and prefetched
 // managed memory) when the budget is short, and leaves no spare device memory beyond what the
-// array leaves of the budget.
-bool array_may_create(uint64_t bytes, int* dev);
+// array leaves of the budget. `what` names the memory in the refusal's log line (the device-side
+// malloc heap is booked as an array: act/heap.h).
+bool array_may_create(uint64_t bytes, int* dev, const char* what = "CUDA array");
 // The driver said out of memory (the card is fuller than the budget says): every bit of device
 // memory the shim keeps for reuse goes back; true when some did, and the create is worth a retry.
 bool array_room_after_refusal(int dev);

@@ -4,6 +4,7 @@
 #include "act/arrays.h"
 #include "act/copy.h"
 #include "act/graph_nodes.h"
+#include "act/heap.h"
 #include "act/host_alloc.h"
 #include "act/placement.h"
 #include "act/residency.h"
@@ -167,6 +168,14 @@ GMS_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CU
         e.type = CU_GRAPH_NODE_TYPE_EMPTY;
         return call_real(GMS_REAL(cuGraphAddNode_v2), node, graph, deps, edges, n, &e);
       });
+}
+
+// The device-side malloc heap's size counts against the budget (act/heap.h); other limits pass.
+GMS_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  GMS_NESTED(cuCtxSetLimit, limit, value);
+  auto set = [&] { return call_real(GMS_REAL(cuCtxSetLimit), limit, value); };
+  if (limit != CU_LIMIT_MALLOC_HEAP_SIZE) return set();
+  return act::set_heap_size(value, act::invoke<decltype(set)>, &set);
 }
 
 GMS_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytes, unsigned int flags) {

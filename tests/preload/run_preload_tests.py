@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 154 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 155 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -436,7 +436,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("154 hooked implementations called", run.stdout)
+        self.assertIn("155 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -852,6 +852,16 @@ class PreloadPlacement(PreloadCase):
             self.assertEqual(d["spilled_managed"]["bytes"], 14 * MiB if policy == "spill" else 0, policy)
             self.assertEqual(d["refused"]["calls"], 2 if policy == "off" else 0, policy)
             self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0, policy)
+
+    def test_malloc_heap_under_the_budget(self):
+        # The device-side malloc heap beyond its starting size counts against the budget; past it,
+        # out-of-memory under every policy (it cannot be host memory; progs/heap_budget.cc checks
+        # the sizes and cuMemGetInfo).
+        for policy in ("auto", "spill", "off"):
+            env = {"GPUMEMSHIM_POLICY": policy, "GPUMEMSHIM_DEVICE_LIMIT": "16M", "GPUMEMSHIM_MANAGED_LIMIT": "64M"}
+            run = self.run_program("heap_budget", policy, env=env)
+            self.assertIn(f"heap ok ({policy})", run.stdout)
+            self.assertEqual(self.only_stats(run)["decisions"]["refused"]["calls"], 1, policy)
 
     def test_arrays_under_the_budget(self):
         # CUDA arrays: counted from creation to destroy, refused past the budget under every policy

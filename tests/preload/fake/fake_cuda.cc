@@ -451,3 +451,28 @@ FAKE_IMPL(cuGetProcAddress_v2)(const char* symbol, void** pfn, int version, cuui
   FAKE_ENTER(k_cuGetProcAddress_v2);
   return proc_address(symbol, pfn, version, flags, status);
 }
+
+// Context limits: kept, never acted on. The malloc heap starts at the real driver's 8 MiB.
+namespace {
+std::mutex g_limit_mu;
+size_t g_limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20};
+}  // namespace
+
+FAKE_IMPL(cuCtxSetLimit)(CUlimit limit, size_t value) {
+  FAKE_ENTER(k_cuCtxSetLimit);
+  FAKE_TRY(need_ctx());
+  if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  std::lock_guard<std::mutex> lock(g_limit_mu);
+  g_limits[limit] = value;
+  return CUDA_SUCCESS;
+}
+
+FAKE_IMPL(cuCtxGetLimit)(size_t* value, CUlimit limit) {
+  FAKE_ENTER(k_cuCtxGetLimit);
+  FAKE_TRY(need_ctx());
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  std::lock_guard<std::mutex> lock(g_limit_mu);
+  *value = g_limits[limit];
+  return CUDA_SUCCESS;
+}
