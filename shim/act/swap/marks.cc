@@ -36,6 +36,13 @@ void gpu_wait(const Mark& m, CUstream stream, bool per_thread) {
   }
 }
 
+void host_wait(const Mark& m) {
+  if (m.event && call_real(GMS_REAL(cuEventQuery), m.event) == CUDA_ERROR_NOT_READY) {
+    Timed t(Timing::swap_wait_ns);
+    call_real(GMS_REAL(cuEventSynchronize), m.event);
+  }
+}
+
 CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread) {
   return per_thread ? call_real(GMS_REAL(cuMemcpyDtoDAsync_v2_ptsz), dst, src, static_cast<size_t>(n), stream)
                     : call_real(GMS_REAL(cuMemcpyDtoDAsync_v2), dst, src, static_cast<size_t>(n), stream);

@@ -32,6 +32,9 @@ bool record(Mark& m, CUstream stream);
 // Work on `stream` (per_thread: the per-thread default) waits on the GPU for `m`, or here when
 // the driver will not queue the wait.
 void gpu_wait(const Mark& m, CUstream stream, bool per_thread);
+// The calling thread waits for the work before `m` (no mark: nothing to wait for); the time goes
+// to swap_wait_ns only when there was work left.
+void host_wait(const Mark& m);
 // A copy of device-visible memory on `stream`.
 CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t n, CUstream stream, bool per_thread);
 

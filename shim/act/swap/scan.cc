@@ -131,13 +131,7 @@ void finish_copies() {
   }
   map_parked(parked);
   for (Mark* lasts : {marks().last_copies, marks().last_outs}) {
-    for (int d = 0; d < kMaxDevices; ++d) {
-      Mark& last = lasts[d];
-      if (last.event && call_real(GMS_REAL(cuEventQuery), last.event) == CUDA_ERROR_NOT_READY) {
-        Timed t(Timing::swap_wait_ns);
-        call_real(GMS_REAL(cuEventSynchronize), last.event);
-      }
-    }
+    for (int d = 0; d < kMaxDevices; ++d) host_wait(lasts[d]);
   }
 }
 

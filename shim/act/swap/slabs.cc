@@ -113,11 +113,7 @@ void Slabs::release_dead(size_t k, bool keep) {
   settle_chunk(*sl, c);
   // Its last move's copies may still run (a copy out writing its host copy, which a new chunk may
   // be given next): the memory is free after them.
-  Mark& ready = it->second.marks.ready;
-  if (ready.event && call_real(GMS_REAL(cuEventQuery), ready.event) == CUDA_ERROR_NOT_READY) {
-    Timed timed(Timing::swap_wait_ns);
-    call_real(GMS_REAL(cuEventSynchronize), ready.event);
-  }
+  host_wait(it->second.marks.ready);
   if (it->second.chunk.on_device()) dead_device[sl->dev] -= it->second.size;
   if (!unback(base, it->second, keep)) return;
   set_parked(it->second.chunk, false);
