@@ -110,6 +110,14 @@ inline void use_device0() {
   CK(cuCtxSetCurrent(ctx));
 }
 
+// cuMemGetInfo's free memory, checking that its total is the device budget the runner set.
+inline size_t free_within(size_t budget) {
+  size_t f = 0, t = 0;
+  CK(cuMemGetInfo(&f, &t));
+  CHECK(t == budget);
+  return f;
+}
+
 // Calls of the stand-in driver's `symbol` since construction (programs linked with the stand-in).
 struct CallCount {
   const char* symbol;

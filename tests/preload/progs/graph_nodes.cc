@@ -19,12 +19,7 @@ namespace {
 
 constexpr size_t MiB = 1u << 20;
 
-size_t free_now() {
-  size_t f = 0, t = 0;
-  CK(cuMemGetInfo(&f, &t));
-  CHECK(t == 16 * MiB);
-  return f;
-}
+size_t free_now() { return preload::free_within(16 * MiB); }
 
 CUDA_MEM_ALLOC_NODE_PARAMS params(size_t bytes) {
   CUDA_MEM_ALLOC_NODE_PARAMS p{};

@@ -26,12 +26,7 @@ CUmemAllocationProp device_prop() {
   return p;
 }
 
-size_t free_now() {
-  size_t f = 0, t = 0;
-  CK(cuMemGetInfo(&f, &t));
-  CHECK(t == 16 * MiB);
-  return f;
-}
+size_t free_now() { return preload::free_within(16 * MiB); }
 
 // Maps `h` at a new reservation with device access, fills it with `v` through a copy and reads it
 // back; returns the reservation.
