@@ -53,7 +53,7 @@ Placement place_array(const PlacementConfig& cfg, const DeviceBudget& budget, ui
   const bool fits = budget.used <= budget.limit && bytes <= budget.limit - budget.used;
   if (fits) return {Where::device, "within budget"};
   if (cfg.policy == PolicyKind::off && !cfg.limit_enforced) return {Where::device, "policy off"};
-  return {Where::out_of_memory, "over budget: an array cannot be host memory"};
+  return {Where::out_of_memory, "over budget, and it cannot be host memory"};
 }
 
 }  // namespace gms::policy

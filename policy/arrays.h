@@ -32,7 +32,8 @@ constexpr uint32_t kArrayDeferred = 0x80;  // CUDA_ARRAY3D_DEFERRED_MAPPING: lik
 uint64_t array_bytes(const ArrayShape& a);
 
 // Within the budget: on the device. Past it: out of memory, under every policy (under off only
-// with a device limit the user set); the caller makes room first where it can.
+// with a device limit the user set); the caller makes room first where it can. Also what decides
+// the device-side malloc heap's growth (shim/act/heap.h), which cannot be host memory either.
 Placement place_array(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t bytes);
 
 }  // namespace gms::policy
