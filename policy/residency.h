@@ -174,8 +174,7 @@ class ResidencyPlanner {
   // room came from recency are forgotten, to be learnt again from the room next use makes. In a
   // loop over layers that do not all fit, recency evicts every layer, so every layer is learnt as
   // an early candidate; kept, that lesson goes on evicting each layer after its use, the first ones
-  // too, which next use would keep: decoding with weights twice the budget moved 15 of its 16 GB
-  // every token.
+  // too, which next use would keep (docs/design/schedule.md, "What recency taught early eviction").
   void step_learnt();
   // Launches since one referenced it (since it was added, if none did); 0 for unknown ids.
   uint64_t idle_launches(RegionId id) const;

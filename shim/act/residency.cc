@@ -135,9 +135,9 @@ policy::ResidencyPlanner& planner(State& s, int dev) {
   if (!s.planners[dev]) {
     policy::ResidencyConfig cfg;
     cfg.early = options().swap_early.value && scan_order();
-    // Four chunks of lead over the GPU: a launch or two's memory in flight. Measured on the H200 at
-    // 0, 128 MiB to 2 GiB and unbounded (docs/benchmarks.md, "How far ahead of the GPU"): 128 to
-    // 512 MiB took decoding with weights twice the budget from 356 to 253-278 ms a token.
+    // Four chunks of lead over the GPU: a launch or two's memory in flight, so copies in are queued
+    // ahead of the kernels without the lead eating what next use keeps (the sweep: docs/benchmarks.md,
+    // "What recency taught, and how far ahead of the GPU").
     cfg.busy_lead = 4 * swap::chunk_bytes();
     s.planners[dev] = new policy::ResidencyPlanner(cfg);
   }
