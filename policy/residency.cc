@@ -58,6 +58,7 @@ void ResidencyPlanner::remove_region(RegionId id) {
   if (r.last_ref != 0) lru_unlink(&r);
   resident_total_ -= resident_of(r);
   if (r.early_at != 0) early_away_ -= r.early_bytes;
+  forget_away(r);
   if (r.armed) std::erase(armed_, id);
   regions_.erase(it);
 }
@@ -120,9 +121,9 @@ uint64_t ResidencyPlanner::evict_pass(uint64_t need, bool spare_referenced, bool
   return need;
 }
 
-uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
-  // The candidates in recency order, then the farthest next use first (stable: the least recently
-  // used first among equals). Regions it cannot say about come last, by recency (evict_pass).
+std::vector<std::pair<uint64_t, ResidencyPlanner::Region*>> ResidencyPlanner::farthest_first(bool spare_referenced) {
+  // In recency order, then the farthest next use first (stable: the least recently used first
+  // among equals).
   std::vector<std::pair<uint64_t, Region*>> known;
   for (Region* r = lru_head_; r != nullptr; r = r->next) {
     if ((spare_referenced && r->seen == launch_) || r->resident_chunks == 0) continue;
@@ -130,6 +131,15 @@ uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_reference
     if (next != NextUse::kUnknown) known.push_back({next, r});
   }
   std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return known;
+}
+
+uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_referenced, std::vector<Action>& out) {
+  // Regions it cannot say about come last, by recency (evict_pass).
+  std::vector<std::pair<uint64_t, Region*>> known = farthest_first(spare_referenced);
+  // How many of the regions next use keeps are asked whether the GPU is done with them (the
+  // check of early evictions), at most.
+  constexpr size_t kKeptLooked = 8;
   // First the farthest the GPU is done with, unless it is used again within kSoon launches: one it
   // may still be using is passed over (evicting it would wait for the GPU, and the program's thread
   // with it) while the bytes passed over stay within busy_lead. Each region passed over stays at
@@ -137,27 +147,60 @@ uint64_t ResidencyPlanner::evict_by_next_use(uint64_t need, bool spare_reference
   // queued, and passing over every busy one lets the program's lead over the GPU eat the layers
   // next use keeps.
   constexpr uint64_t kSoon = 64;
+  enum : uint8_t { kLeft, kEvicted, kPassed };
+  std::vector<uint8_t> fate(known.size(), kLeft);
   uint64_t passed = 0;
-  for (auto& [next, r] : known) {
+  size_t k = 0;
+  for (; k < known.size(); ++k) {
+    const auto& [next, r] = known[k];
     if (need == 0 || next < kSoon) break;
     if (next_->busy(r->id)) {
       const uint64_t bytes = resident_of(*r);
       if (passed + bytes <= cfg_.busy_lead) {
         passed += bytes;
+        fate[k] = kPassed;
         continue;
       }
     }
     ++stats_.by_next_use;
     need = evict_from(*r, need, out);
-    r = nullptr;
+    fate[k] = kEvicted;
   }
-  for (auto& [next, r] : known) {
-    if (need == 0) break;
-    if (!r) continue;
+  if (need == 0 && !away_early_.empty()) {
+    // The first region kept for its next use alone, not passed over for being busy: room did not
+    // need any region used before it away.
+    for (size_t j = k; j < known.size() && j < k + kKeptLooked; ++j) {
+      const uint64_t bytes = resident_of(*known[j].second);
+      if (passed + bytes <= cfg_.busy_lead && next_->busy(known[j].second->id)) {
+        passed += bytes;
+        continue;
+      }
+      check_early(known[j].first);
+      break;
+    }
+  }
+  for (size_t j = 0; j < known.size() && need > 0; ++j) {
+    if (fate[j] == kEvicted) continue;
     ++stats_.by_next_use;
-    need = evict_from(*r, need, out);
+    need = evict_from(*known[j].second, need, out);
   }
   return need;
+}
+
+void ResidencyPlanner::check_early(uint64_t next) {
+  const uint64_t kept_at = next >= NextUse::kUnknown ? UINT64_MAX : launch_ + next + 1;  // as early_next_at
+  while (!away_early_.empty() && away_early_.begin()->first < kept_at) {
+    Region& r = regions_.at(away_early_.begin()->second);
+    away_early_.erase(away_early_.begin());
+    r.early_next_at = 0;
+    r.learned_uses = r.prev_evicted_uses = 0;
+    ++stats_.early_excess;
+  }
+}
+
+void ResidencyPlanner::forget_away(Region& r) {
+  if (r.early_next_at != 0) away_early_.erase({r.early_next_at, r.id});
+  r.early_next_at = 0;
 }
 
 void ResidencyPlanner::evict_chunks(Region& r, uint64_t n, std::vector<Action>& out) {
@@ -173,6 +216,7 @@ void ResidencyPlanner::evict_chunks(Region& r, uint64_t n, std::vector<Action>& 
 void ResidencyPlanner::came_back(Region& r) {
   // last_ref is still the use before this launch.
   const bool long_gap = launch_ - std::max(r.last_ref, r.added) >= cfg_.early_min_gap;
+  forget_away(r);
   if (r.early_at != 0) {
     early_away_ -= r.early_bytes;
     r.early_wrong = r.early_wrong || launch_ - r.early_at < cfg_.early_min_gap;
@@ -213,19 +257,55 @@ std::vector<RegionId> ResidencyPlanner::early_candidates(uint64_t min_idle) {
   return ids;
 }
 
+void ResidencyPlanner::evict_one_early(Region& r, std::vector<Action>& out) {
+  const uint64_t before = resident_of(r);
+  evict_chunks(r, r.resident_chunks, out);
+  stats_.early_bytes += before;
+  early_away_ += before;
+  r.early_bytes = before;
+  r.early_at = launch_;
+  r.tight_at_early = tight_;
+  if (next_) {
+    const uint64_t next = next_->next_use(r.id);
+    if (next < NextUse::kUnknown) {
+      r.early_next_at = launch_ + next + 1;  // never 0
+      away_early_.insert({r.early_next_at, r.id});
+    }
+  }
+}
+
 std::vector<Action> ResidencyPlanner::evict_early(const std::vector<RegionId>& ids) {
   std::vector<Action> out;
+  std::vector<Region*> due;
+  uint64_t bytes = 0;
   for (RegionId id : ids) {
     auto it = regions_.find(id);
     if (it == regions_.end() || it->second.resident_chunks == 0 || it->second.seen == launch_) continue;
-    Region& r = it->second;
-    const uint64_t before = resident_of(r);
-    evict_chunks(r, r.resident_chunks, out);
-    stats_.early_bytes += before;
-    early_away_ += before;
-    r.early_bytes = before;
-    r.early_at = launch_;
-    r.tight_at_early = tight_;
+    due.push_back(&it->second);
+    bytes += resident_of(it->second);
+  }
+  if (!next_ || due.empty()) {
+    for (Region* r : due) evict_one_early(*r, out);
+    return out;
+  }
+  // With the step known, the candidates say how much room is about to be needed and next use which
+  // regions make it (see the rules). At most kLooked are looked at: each costs a next use, and a
+  // busy one an event query.
+  constexpr size_t kLooked = 32;
+  size_t looked = 0;
+  for (const auto& [next, r] : farthest_first(true)) {
+    if (bytes == 0 || next < cfg_.early_min_gap || looked++ == kLooked) break;
+    const bool named = std::find(due.begin(), due.end(), r) != due.end();
+    if (!named && (r->spared || next_->busy(r->id))) continue;  // spared: expected to die unused
+    bytes -= std::min(bytes, resident_of(*r));
+    evict_one_early(*r, out);
+  }
+  for (Region* r : due) {
+    if (r->resident_chunks == 0) continue;
+    // Next use keeps it: it stays until room takes it, or until it comes back and is learnt again.
+    r->armed = false;
+    std::erase(armed_, r->id);
+    ++stats_.early_refused;
   }
   return out;
 }

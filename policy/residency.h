@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gms::policy {
@@ -82,6 +84,8 @@ struct PlannerStats {
   uint64_t evicted_bytes = 0;
   uint64_t pingpong_stops = 0;  // regions stopped for ping-pong
   uint64_t early_bytes = 0;     // of evicted_bytes, evicted early (evict_early)
+  uint64_t early_excess = 0;    // early evictions room by next use shows it would not have made
+  uint64_t early_refused = 0;   // early candidates next use would keep, left on the device
   uint64_t too_large = 0;       // stay_remote notes for regions larger than the whole budget
   uint64_t by_next_use = 0;     // evictions chosen by next use (set_next_use), not by recency
   uint64_t ahead_bytes = 0;     // of prefetched_bytes, brought ahead of their launch (plan_ahead)
@@ -123,6 +127,18 @@ struct PlannerStats {
 //   evicted early again; one whose early eviction the budget did not need (it never lacked room
 //   for the bytes evicted early before the region came back) not until it is evicted for room
 //   twice in a row again.
+//   While the step is known (set_next_use), the candidates say how much room is about to be needed
+//   and next use says which regions make it: those used again farthest ahead (at least
+//   `early_min_gap` launches ahead) that the GPU is done with (not NextUse::busy; the candidates
+//   are not), candidates or not, as room by next use would choose them, only earlier. A candidate
+//   left on the device is disarmed until it has come back and had its uses again. And each early
+//   eviction is checked against what room by next use then does: when room is made while the
+//   region is away and keeps a region used again later than it (the first it keeps for its next
+//   use, not passed over for being busy), next use would have kept the region and evicted that
+//   one instead: the early eviction moved bytes next use would not have, and what the region
+//   taught is forgotten (it is learnt again from two evictions for room in a row). Recency's
+//   lessons, kept while following a loop larger than the budget, evict every layer after its use
+//   (docs/design/schedule.md, "What recency taught early eviction").
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
 // Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
@@ -159,7 +175,9 @@ class ResidencyPlanner {
   // Resident regions expected to be used no more until they would be evicted for room (see the
   // rules), idle for at least `min_idle` launches, least recently used first.
   std::vector<RegionId> early_candidates(uint64_t min_idle);
-  // Evicts the resident chunks of `ids` (early candidates the caller found idle on the GPU).
+  // Evicts the resident chunks of `ids` (early candidates the caller found idle on the GPU), or,
+  // while the step is known, as many bytes of the regions next use would take first (see the
+  // rules): O(resident regions) next uses and at most 32 busy queries, when `ids` is not empty.
   std::vector<Action> evict_early(const std::vector<RegionId>& ids);
 
   // Evict it only after every region not so marked (unknown ids ignored).
@@ -223,6 +241,7 @@ class ResidencyPlanner {
     uint64_t early_at = 0;
     uint64_t early_bytes = 0;
     uint64_t tight_at_early = 0;
+    uint64_t early_next_at = 0;  // the launch of its next use, known at its early eviction (0: not known)
     bool armed = false;
     uint8_t plan = kNone;          // this launch's decision, kept until its actions are written
     uint64_t plan_from = 0;        // first missing chunk when the decision is kPrefetch
@@ -248,6 +267,11 @@ class ResidencyPlanner {
   void note_room(uint64_t budget, uint64_t extra);
   // One pass over the LRU list: regions spared or not (`spared`); returns what is still needed.
   uint64_t evict_pass(uint64_t need, bool spare_referenced, bool spared, std::vector<Action>& out);
+  // The resident regions with a known next use (not the launch's, when `spare_referenced`),
+  // farthest next use first.
+  std::vector<std::pair<uint64_t, Region*>> farthest_first(bool spare_referenced);
+  // Evicts all of `r` early (evict_early).
+  void evict_one_early(Region& r, std::vector<Action>& out);
   // Room by next use (next_): returns what is still needed.
   uint64_t evict_by_next_use(uint64_t need, bool spare_referenced, std::vector<Action>& out);
   // Evicts whole chunks of `r` from its end until `need` is met or it has none; returns what is
@@ -266,6 +290,13 @@ class ResidencyPlanner {
   const NextUse* next_ = nullptr;
   uint64_t early_away_ = 0;       // bytes evicted early of regions not back since
   uint64_t tight_ = 0;            // plans that needed them gone (note_room)
+  // Regions away after an early eviction made while the step was known, by the launch of their
+  // next use: what room by next use checks them against.
+  std::set<std::pair<uint64_t, RegionId>> away_early_;
+  // Room by next use kept a region the GPU is done with whose next use is `next` launches ahead:
+  // the regions away early that are used before it should have stayed instead.
+  void check_early(uint64_t next);
+  void forget_away(Region& r);
 };
 
 }  // namespace gms::policy

@@ -213,6 +213,7 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
       trace::decision(in ? "prefetch" : "evict", a.region + a.offset, a.bytes, dev,
                       in && ahead ? "used by a launch soon (learnt step): ahead, into free room"
                       : in        ? "referenced by the kernel"
+                      : k < early && learnt ? "used again farthest ahead (learnt step), room about to be needed: early, while the link is free"
                       : k < early ? "its uses are over until room would take it (learned): early, while the link is free"
                       : learnt    ? "used again farthest ahead (learnt step), for room in the budget"
                                   : "least recently used, for room in the budget");

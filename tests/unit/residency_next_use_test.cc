@@ -3,6 +3,7 @@
 // their launches into free room.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -141,6 +142,95 @@ TEST(ResidencyNextUse, AheadIntoFreeRoomOnly) {
   EXPECT_EQ(p.plan_launch({2}, 12 * MiB), std::vector<Action>{});
   // A region brought ahead is the most recently used: room for 3 takes 1 first.
   EXPECT_EQ(p.plan_launch({3}, 12 * MiB), (std::vector<Action>{ev(1, 0, 4 * MiB), pf(3, 0, 8 * MiB)}));
+}
+
+// An early eviction made while the step is known is checked against room by next use: once room
+// keeps a region (one the GPU is done with) used again later than the region evicted early, next
+// use would have kept the evicted one instead; it moved bytes for nothing, and what taught it is
+// forgotten. One used again later than anything kept stays an early candidate.
+TEST(ResidencyNextUse, EarlyEvictionNextUseWouldNotMakeIsForgotten) {
+  for (const uint64_t next_of_1 : {70ull, 300ull}) {
+    ResidencyConfig c = chunks_of_2m();
+    c.pingpong_window = 0;
+    c.early = true;
+    c.early_min_gap = 2;
+    ResidencyPlanner p(c);
+    for (RegionId id = 1; id <= 6; ++id) p.add_region(id, 2 * MiB);
+    // Region 1 is evicted for room after one use, twice, with long gaps: learnt as an early candidate.
+    for (int round = 0; round < 3; ++round) {
+      p.plan_launch({1}, 4 * MiB);
+      p.plan_launch({2}, 4 * MiB);
+      p.plan_launch({3}, 4 * MiB);  // 1 out for room
+      p.plan_launch({2}, 4 * MiB);
+      p.plan_launch({3}, 4 * MiB);
+    }
+    p.plan_launch({1}, 4 * MiB);
+    p.plan_launch({2}, 4 * MiB);
+    ASSERT_EQ(p.early_candidates(0), std::vector<RegionId>{1});
+    Table t;
+    t.next = {{1, next_of_1}, {2, 0}, {3, 200}, {4, 100}, {5, 80}, {6, 1}};
+    p.set_next_use(&t);
+    EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(1, 0, 2 * MiB)});
+    p.plan_launch({3, 4}, 8 * MiB);  // room for 3 and 4 beside 2, with 1 away
+    // Room for 5 and 6: 3 (used again farthest) goes, 4 is kept, used again 100 launches ahead.
+    for (auto& [id, next] : t.next) next = next <= 1 ? next : next - 1;
+    EXPECT_EQ(p.plan_launch({5, 6}, 8 * MiB), (std::vector<Action>{ev(3, 0, 2 * MiB), pf(5, 0, 2 * MiB), pf(6, 0, 2 * MiB)}));
+    if (next_of_1 < 100) {
+      EXPECT_EQ(p.stats().early_excess, 1u) << "1 is used again before 4, which room kept";
+    } else {
+      EXPECT_EQ(p.stats().early_excess, 0u) << "1 is used again after anything room kept";
+    }
+    // 1 comes back at its use and goes round its loop again.
+    p.set_next_use(nullptr);
+    p.plan_launch({1}, 8 * MiB);
+    p.plan_launch({2}, 8 * MiB);
+    p.plan_launch({3}, 8 * MiB);
+    EXPECT_EQ(p.early_candidates(0).empty(), next_of_1 < 100) << next_of_1;
+  }
+}
+
+// With the step known, an early candidate says how much room is about to be needed; next use says
+// which regions make it: the ones used again farthest ahead that the GPU is done with (not used
+// again within early_min_gap launches), as room by next use would choose them, only earlier. The candidate
+// that next use keeps is disarmed.
+TEST(ResidencyNextUse, EarlyEvictionTakesWhatNextUseWouldTake) {
+  ResidencyConfig c = chunks_of_2m();
+  c.pingpong_window = 0;
+  c.early = true;
+  c.early_min_gap = 2;
+  ResidencyPlanner p(c);
+  for (RegionId id = 1; id <= 6; ++id) p.add_region(id, 2 * MiB);
+  // 1 is evicted for room after one use, twice, with long gaps: learnt as an early candidate.
+  for (int round = 0; round < 3; ++round) {
+    p.plan_launch({1}, 4 * MiB);
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);  // 1 out for room
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);
+  }
+  p.plan_launch({1}, 12 * MiB);
+  p.plan_launch({4, 5}, 12 * MiB);
+  p.plan_launch({6}, 12 * MiB);  // on the device: 1 to 6
+  auto armed = [&](RegionId id) {
+    const std::vector<RegionId> ids = p.early_candidates(0);
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  ASSERT_TRUE(armed(1));
+  Table t;
+  t.next = {{1, 90}, {2, 40}, {3, 30}, {4, 300}, {5, 200}, {6, 0}};
+  t.running[4] = true;
+  p.set_next_use(&t);
+  EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(5, 0, 2 * MiB)})
+      << "4 is farther but the GPU may still use it; 5 goes in place of 1";
+  EXPECT_EQ(p.stats().early_refused, 1u);
+  EXPECT_FALSE(armed(1)) << "next use keeps 1: disarmed";
+  EXPECT_EQ(p.resident_bytes(1), 2 * MiB);
+  // Nothing idle that is used again early_min_gap launches ahead or later: nothing goes.
+  t.next = {{1, 1}, {2, 1}, {3, 0}, {4, 300}, {6, 0}};
+  EXPECT_EQ(p.evict_early({1}), std::vector<Action>{});
+  // Without the step, the candidate itself.
+  p.set_next_use(nullptr);
+  EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(1, 0, 2 * MiB)});
 }
 
 // Ping-pong stops are for what nobody foresees: once a step is known they are lifted, and round trips

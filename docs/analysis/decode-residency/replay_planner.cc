@@ -2,7 +2,8 @@
 // (trace_events.py), the way shim/act/residency.cc drives them: 64 MiB chunks, room by next use
 // while the learner follows, early eviction, the memory of the next 8 launches brought ahead into
 // free room. The GPU is modelled only as how far the program runs ahead of it: a chunk is busy for
-// `host_lead` launches after its last use. Prints the GB brought in a token (bytes only, no time).
+// `host_lead` launches after its last use. Prints the GB brought in a token (bytes only, no time;
+// for a training step's events from timeline_events.py, a "token" is a step).
 //   g++ -std=c++20 -O2 -I. replay_planner.cc build/policy/libgms_policy.a -o replay_planner
 //   ./replay_planner EVENTS BUDGET_MIB LEAD_CHUNKS(-1: unbounded) HOST_LEAD_LAUNCHES EARLY(0/1)
 #include <algorithm>
@@ -137,4 +138,8 @@ int main(int argc, char** argv) {
   printf("GB in a token (tokens 8-%zu): %.2f   [", per.size() - 1, n ? sum / n : 0);
   for (size_t i = 0; i < per.size(); ++i) printf(" %.1f", per[i]);
   printf(" ]\n");
+  const PlannerStats& st = s.p.stats();
+  printf("evicted early %.2f GB (early evictions next use showed it would not make: %llu, candidates it kept: %llu)\n",
+         st.early_bytes / 1e9, static_cast<unsigned long long>(st.early_excess),
+         static_cast<unsigned long long>(st.early_refused));
 }
