@@ -1,0 +1,75 @@
+"""The table of tests/gpu/zoo/ab.sh from its runs' files: for each row, every run of A and of B (ms a
+token or a step), their medians and B/A, what must not change (the tokens' digest, the loss), and
+the shim's time moving movable memory and waiting for the GPU over the whole run (medians, seconds,
+from its statistics). Usage: python3 ab_table.py RUNS_DIR "ROWS"
+"""
+import json
+import os
+import statistics
+import sys
+
+METRIC = {"decode": ("token_ms", "digest"), "zoo": ("step_ms", "loss")}
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+def runs(d, side, row):
+    kind, model, budget = row
+    out = []
+    n = 0
+    while True:
+        tag = f"{side}-{kind}-{model}-{budget}-{n}"
+        if not os.path.exists(os.path.join(d, tag + ".out")):
+            return out
+        out.append((load(os.path.join(d, tag + ".out")), load(os.path.join(d, tag + ".stats.json"))))
+        n += 1
+
+
+def seconds(stats, key):
+    return (stats or {}).get("timings_ns", {}).get(key, 0) / 1e9
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def main():
+    d, rows = sys.argv[1], [tuple(r.split(":")) for r in sys.argv[2].split()]
+    print("| row | A (ms) | B (ms) | A median | B median | B / A | same result | A: moving, waiting (s) | B: moving, waiting (s) |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|")
+    for row in rows:
+        if len(row) != 3 or row[0] not in METRIC:
+            print(f"| {':'.join(row)} | not a row (KIND:MODEL:BUDGET, KIND decode or zoo) |")
+            continue
+        metric, check = METRIC[row[0]]
+        cells, meds, results, timing = [], [], [], []
+        for side in "AB":
+            got = runs(d, side, row)
+            vals = [r[metric] for r, _ in got if r and metric in r]
+            failed = sum(1 for r, _ in got if not r or metric not in r)
+            cells.append(", ".join(f"{v:.1f}" for v in vals) + (f" ({failed} failed)" if failed else ""))
+            meds.append(median(vals))
+            results.extend(str(r.get(check)) for r, _ in got if r)
+            mv = median([seconds(s, "swap_move_ns") for _, s in got if s])
+            wt = median([seconds(s, "swap_wait_ns") for _, s in got if s])
+            timing.append("" if mv is None else f"{mv:.2f}, {wt:.2f}")
+        a, b = meds
+        ratio = f"{b / a:.3f}" if a and b else ""
+        same = "yes" if results and len(set(results)) == 1 else ("; ".join(sorted(set(results))) or "no runs")
+        fmt = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
+        print(f"| {':'.join(row)} | {cells[0]} | {cells[1]} | {fmt(a)} | {fmt(b)} | {ratio} | {same} | {timing[0]} | {timing[1]} |")
+    left = os.path.join(d, "left-out")
+    if os.path.exists(left):
+        with open(left) as f:
+            print(f"\nLeft out for lack of time: {', '.join(line.strip() for line in f if line.strip())}")
+
+
+if __name__ == "__main__":
+    main()
