@@ -74,6 +74,10 @@ class NextUse {
   // Whether the GPU may still be using the region: evicting it now waits for that, and the
   // program's thread with it.
   virtual bool busy(RegionId) const { return false; }
+  // The launches next uses count from so far (a clock that only moves forward): next_use(id) == k
+  // at now() == c means the use is launch c + k + 1 of that clock. The planner's own launch count
+  // is not it: launches that use no region it knows do not reach it.
+  virtual uint64_t now() const { return 0; }
 
  protected:
   ~NextUse() = default;
@@ -130,20 +134,26 @@ struct PlannerStats {
 //   While the step is known (set_next_use), the candidates say how much room is about to be needed
 //   and next use says which regions make it: those used again farthest ahead (at least
 //   `early_min_gap` launches ahead) that the GPU is done with (not NextUse::busy; the candidates
-//   are not), candidates or not, as room by next use would choose them, only earlier. A candidate
-//   left on the device is disarmed until it has come back and had its uses again. And each early
+//   are not), candidates or not, as room by next use would choose them, only earlier (but for
+//   regions spared, or once come back soon after an early eviction). A candidate left on the
+//   device is disarmed until it has come back and had its uses again; one whose next use the
+//   learner cannot say goes as without the step; when 32 regions have been asked whether the GPU
+//   is done with them before enough were found, nothing goes and the candidates are disarmed
+//   too. And each early
 //   eviction is checked against what room by next use then does: when room is made while the
 //   region is away and keeps a region used again later than it (the first it keeps for its next
 //   use, not passed over for being busy), next use would have kept the region and evicted that
 //   one instead: the early eviction moved bytes next use would not have, and what the region
-//   taught is forgotten (it is learnt again from two evictions for room in a row). Recency's
+//   taught is forgotten (it is learnt again from two evictions for room in a row); one whose use
+//   came and went while it was away (the step changed) is not judged. Recency's
 //   lessons, kept while following a loop larger than the budget, evict every layer after its use
 //   (docs/design/schedule.md, "What recency taught early eviction").
 // Resident chunks of a region always form a prefix (eviction works from the end, prefetch fills the
 // rest, mark_on_host clears all), so a region's residency is one count.
 // Actions: all evictions (LRU order, spared regions last), then prefetches (argument order), then stay_remote notes.
 // Cost per launch: O(referenced log referenced + regions evicted from + chunks moved); per call of
-// early_candidates, O(armed regions).
+// early_candidates, O(armed regions); per call of evict_early with candidates while the step is
+// known, a next use of every resident region and at most 32 busy queries.
 class ResidencyPlanner {
  public:
   explicit ResidencyPlanner(ResidencyConfig cfg = {});

@@ -51,6 +51,7 @@ void StepLearner::freed(uint64_t ptr) {
 }
 
 void StepLearner::launched(uint64_t fn, const uint64_t* bases, size_t n) {
+  ++launches_;
   switch (state_) {
     case State::searching:
       search(fn, bases, n);

@@ -66,6 +66,9 @@ class StepLearner {
   uint64_t position() const { return pos_; }
   // Times the program left the step it followed.
   uint64_t divergences() const { return divergences_; }
+  // Launches seen so far: the clock next uses count in (a next use of k at launches() == c is due
+  // at launch c + k + 1).
+  uint64_t launches() const { return launches_; }
 
   // While following: launches from the next one until the live allocation at `ptr` is used again
   // (0: the next launch uses it), kNever when it is freed first, kUnknown when the learner cannot say.
@@ -150,6 +153,7 @@ class StepLearner {
   std::unordered_map<Name, uint64_t, NameHash> ptr_of_;
   std::unordered_map<uint64_t, uint32_t> made_here_;  // bytes -> count at pos_
   uint64_t divergences_ = 0;
+  uint64_t launches_ = 0;
 };
 
 }  // namespace gms::policy

@@ -79,6 +79,7 @@ class ChunkNextUse final : public policy::NextUse {
   // Scan order knows: a launch it saw use the chunk is not over (context order: always busy, no
   // preference).
   bool busy(policy::RegionId chunk) const override { return !swap::uses_over(chunk); }
+  uint64_t now() const override { return learner_.launches(); }
 
  private:
   const policy::StepLearner& learner_;

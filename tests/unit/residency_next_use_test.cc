@@ -17,6 +17,13 @@ constexpr uint64_t MiB = 1ull << 20;
 struct Table : NextUse {
   std::map<RegionId, uint64_t> next;
   std::map<RegionId, bool> running;
+  uint64_t clock = 0;
+  uint64_t now() const override { return clock; }
+  // One launch later: every next use is one nearer (those due now stay due).
+  void tick() {
+    ++clock;
+    for (auto& [id, n] : next) n = n == 0 || n >= kUnknown ? n : n - 1;
+  }
   uint64_t next_use(RegionId id) const override {
     auto it = next.find(id);
     return it == next.end() ? kUnknown : it->second;
@@ -173,7 +180,7 @@ TEST(ResidencyNextUse, EarlyEvictionNextUseWouldNotMakeIsForgotten) {
     EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(1, 0, 2 * MiB)});
     p.plan_launch({3, 4}, 8 * MiB);  // room for 3 and 4 beside 2, with 1 away
     // Room for 5 and 6: 3 (used again farthest) goes, 4 is kept, used again 100 launches ahead.
-    for (auto& [id, next] : t.next) next = next <= 1 ? next : next - 1;
+    t.tick();
     EXPECT_EQ(p.plan_launch({5, 6}, 8 * MiB), (std::vector<Action>{ev(3, 0, 2 * MiB), pf(5, 0, 2 * MiB), pf(6, 0, 2 * MiB)}));
     if (next_of_1 < 100) {
       EXPECT_EQ(p.stats().early_excess, 1u) << "1 is used again before 4, which room kept";
@@ -231,6 +238,80 @@ TEST(ResidencyNextUse, EarlyEvictionTakesWhatNextUseWouldTake) {
   // Without the step, the candidate itself.
   p.set_next_use(nullptr);
   EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(1, 0, 2 * MiB)});
+}
+
+// Next uses count the learner's launches, which the planner does not all see (a launch that uses
+// no region it knows never reaches it): the check of an early eviction compares both next uses on
+// the learner's clock. A use that came and went while the region was away (the step changed) is
+// no verdict.
+TEST(ResidencyNextUse, EarlyEvictionIsCheckedOnTheLearnersClock) {
+  for (const bool passed : {false, true}) {
+    ResidencyConfig c = chunks_of_2m();
+    c.pingpong_window = 0;
+    c.early = true;
+    c.early_min_gap = 2;
+    ResidencyPlanner p(c);
+    for (RegionId id = 1; id <= 4; ++id) p.add_region(id, 2 * MiB);
+    p.plan_launch({1, 2, 3}, 8 * MiB);
+    p.plan_launch({4}, 8 * MiB);
+    Table t;
+    t.next = {{1, 150}, {2, 100}, {3, 100}, {4, 0}};
+    p.set_next_use(&t);
+    ASSERT_EQ(p.evict_early({1}), std::vector<Action>{ev(1, 0, 2 * MiB)});  // due at launch 151
+    // 100 launches (or 200) that use nothing the planner knows, then one that needs room: 2 goes
+    // (used again farthest), 3 is kept: used again 60 launches on, at launch 161 (or 261). On the
+    // planner's count (3 launches) that would be launch 64, before 1's.
+    for (int k = 0; k < (passed ? 200 : 100); ++k) t.tick();
+    t.next[2] = 300;
+    t.next[3] = 60;
+    p.add_region(5, 4 * MiB);
+    EXPECT_EQ(p.plan_launch({5}, 8 * MiB), (std::vector<Action>{ev(2, 0, 2 * MiB), pf(5, 0, 4 * MiB)}));
+    EXPECT_EQ(p.stats().early_excess, passed ? 0u : 1u)
+        << (passed ? "1's use came and went: no verdict" : "1 is used at 151, before 3 at 161: next use would have kept 1");
+  }
+}
+
+// Early candidates are judged by next use only when it says: duplicates count once, and when the
+// regions asked whether the GPU is done with them run out (32 at most) before enough were found,
+// nothing goes and the candidate waits for its next cycle, not refused.
+TEST(ResidencyNextUse, EarlyEvictionWithoutAnAnswerMovesNothing) {
+  ResidencyConfig c = chunks_of_2m();
+  c.pingpong_window = 0;
+  c.early = true;
+  c.early_min_gap = 2;
+  ResidencyPlanner p(c);
+  constexpr RegionId kBusy = 40;
+  for (RegionId id = 1; id <= kBusy + 1; ++id) p.add_region(id, 2 * MiB);
+  for (int round = 0; round < 3; ++round) {  // 1 learnt as an early candidate
+    p.plan_launch({1}, 4 * MiB);
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);
+  }
+  std::vector<RegionId> all;
+  for (RegionId id = 1; id <= kBusy; ++id) all.push_back(id);
+  p.plan_launch(all, 1024 * MiB);
+  p.plan_launch({kBusy + 1}, 1024 * MiB);
+  auto armed = [&](RegionId id) {
+    const std::vector<RegionId> ids = p.early_candidates(0);
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  ASSERT_TRUE(armed(1));
+  Table t;
+  for (RegionId id = 2; id <= kBusy; ++id) {
+    t.next[id] = 300;
+    t.running[id] = true;
+  }
+  t.next[1] = 90;
+  t.next[kBusy + 1] = 0;
+  p.set_next_use(&t);
+  EXPECT_EQ(p.evict_early({1, 1}), std::vector<Action>{}) << "39 busy regions used later: no answer in 32";
+  EXPECT_EQ(p.stats().early_refused, 0u);
+  EXPECT_FALSE(armed(1));
+  for (RegionId id = 2; id <= kBusy; ++id) t.running[id] = false;
+  EXPECT_EQ(p.evict_early({1, 1}), std::vector<Action>{ev(2, 0, 2 * MiB)}) << "once, for 2 MiB";
+  EXPECT_EQ(p.stats().early_refused, 1u);
 }
 
 // Ping-pong stops are for what nobody foresees: once a step is known they are lifted, and round trips

@@ -24,6 +24,7 @@ struct CNU final : NextUse {
   Sim* s;
   uint64_t next_use(RegionId c) const override;
   bool busy(RegionId c) const override;
+  uint64_t now() const override;
 };
 struct Sim {
   StepLearner l;
@@ -111,6 +112,7 @@ uint64_t CNU::next_use(RegionId c) const {
   for (uint64_t a : it->second) n = std::min(n, s->l.next_need(a));
   return n;
 }
+uint64_t CNU::now() const { return s->l.launches(); }
 bool CNU::busy(RegionId c) const {
   auto it = s->last_use.find(c);
   return it != s->last_use.end() && it->second + s->host_lead > s->now;
