@@ -203,6 +203,7 @@ void ResidencyPlanner::check_early(uint64_t next) {
     if (passed) continue;
     r.learned_uses = r.prev_evicted_uses = 0;
     ++stats_.early_excess;
+    stats_.early_excess_bytes += r.early_bytes;
   }
 }
 
@@ -328,7 +329,9 @@ std::vector<Action> ResidencyPlanner::evict_early(const std::vector<RegionId>& i
     // is learnt again.
     r->armed = false;
     std::erase(armed_, r->id);
-    if (said) ++stats_.early_refused;
+    if (!said) continue;
+    ++stats_.early_refused;
+    stats_.early_refused_bytes += resident_of(*r);
   }
   return out;
 }

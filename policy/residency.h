@@ -89,7 +89,9 @@ struct PlannerStats {
   uint64_t pingpong_stops = 0;  // regions stopped for ping-pong
   uint64_t early_bytes = 0;     // of evicted_bytes, evicted early (evict_early)
   uint64_t early_excess = 0;    // early evictions room by next use shows it would not have made
+  uint64_t early_excess_bytes = 0;
   uint64_t early_refused = 0;   // early candidates next use would keep, left on the device
+  uint64_t early_refused_bytes = 0;
   uint64_t too_large = 0;       // stay_remote notes for regions larger than the whole budget
   uint64_t by_next_use = 0;     // evictions chosen by next use (set_next_use), not by recency
   uint64_t ahead_bytes = 0;     // of prefetched_bytes, brought ahead of their launch (plan_ahead)

@@ -61,6 +61,8 @@ namespace gms {
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
   X(evicted_early, "of those, evicted as soon as their uses were over, before room was needed (GPUMEMSHIM_SWAP_EARLY)") \
+  X(early_kept, "early candidates left on the device: the learnt step's next use takes others first") \
+  X(early_excess, "early evictions the learnt step's next use later showed it would not have made (their lesson forgotten)") \
   X(left_remote, "regions left on the host: too large for the budget, or ping-ponging")       \
   X(cpu_turns, "launches that found the program's managed memory taken back by the CPU: prefetched again") \
   X(shared_host, "managed regions the CPU and the GPU take turns on, kept on the host for kernels to reach over the link") \
