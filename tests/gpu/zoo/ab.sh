@@ -4,11 +4,14 @@
 #   tests/gpu/zoo/ab.sh
 # A is the shim built from the source tree in A_SRC (default: this tree), B from this tree; A_ENV
 # and B_ENV are settings each run of that side gets (space-separated NAME=VALUE), so one build with
-# two settings is an A/B too. To measure a change against the commit before it, on this machine:
+# two settings is an A/B too. A_SRC=none: side A runs without the shim and without a budget (the
+# program with no limit, against the shim past one). To measure a change against the commit
+# before it, on this machine:
 #   mkdir -p scratch/base && git archive HEAD~1 | tar -x -C scratch/base
 # and carry scratch to the GPU machine (scratch/ is git-ignored: add it to .git/info/exclude).
-# ROWS: space-separated KIND:MODEL:BUDGET, KIND decode (zoo/decode.py, greedy decoding, 24 tokens)
-# or zoo (zoo/zoo.py, training, 14 steps), BUDGET the device limit (GPUMEMSHIM_DEVICE_LIMIT).
+# ROWS: space-separated KIND:MODEL:BUDGET, KIND decode (zoo/decode.py, greedy decoding, 24 tokens),
+# zoo (zoo/zoo.py, training, 14 steps) or jax (zoo/jax_train.py, MODEL ignored: an MLP trained
+# with optax, 10 steps), BUDGET the device limit (GPUMEMSHIM_DEVICE_LIMIT).
 # REPEAT: runs of each side a row (alternating A B, B A, ...). LIMIT: seconds; rows not started by
 # then are left out, and the table says so. Policy auto, managed limit 24G (decode) or 16G (zoo).
 # Writes $OUT/ab.md (every run, the medians, B/A, the tokens' digest or the loss, and the shim's
@@ -30,7 +33,9 @@ mkdir -p "$RUNS"
 build_gpu
 SHIM_B=$SHIM
 SHIM_A=$SHIM
-if [ -n "${A_SRC:-}" ]; then
+if [ "${A_SRC:-}" = none ]; then
+  SHIM_A=none
+elif [ -n "${A_SRC:-}" ]; then
   [ -f "$A_SRC/CMakeLists.txt" ] || { echo "ab.sh: A_SRC=$A_SRC is not a source tree (no CMakeLists.txt)" >&2; exit 2; }
   SHIM_A=$(cd "$A_SRC" && GMS_BUILD_DIR=build-gpu OUT="$OUT/a-build" bash -c 'source tests/gpu/zoo/prelude.sh && build_gpu && echo "$SHIM"' | tail -1)
   [ -f "$SHIM_A" ] || { echo "ab.sh: the build of A_SRC failed (logs: $OUT/a-build)" >&2; exit 1; }
@@ -45,8 +50,15 @@ run() {
   case $kind in
     decode) managed=24G argv=(python3 tests/gpu/zoo/decode.py "$model" --tokens 24) ;;
     zoo) managed=16G argv=(python3 tests/gpu/zoo/zoo.py "$model" --steps 14) ;;
-    *) echo "ab.sh: unknown kind $kind (decode or zoo)" >&2; return ;;
+    jax) managed=16G argv=(python3 tests/gpu/zoo/jax_train.py --steps 10) ;;
+    *) echo "ab.sh: unknown kind $kind (decode, zoo or jax)" >&2; return ;;
   esac
+  if [ "$so" = none ]; then
+    # shellcheck disable=SC2086
+    timeout 200 env $envs "${argv[@]}" 2> "$RUNS/$tag.err" | grep '^{' | tail -1 > "$RUNS/$tag.out"
+    echo "$tag (no shim): $(cut -c1-160 "$RUNS/$tag.out") [$(($(date +%s) - T0)) s]"
+    return
+  fi
   # shellcheck disable=SC2086
   timeout 200 env $envs LD_PRELOAD="$so" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_MANAGED_LIMIT=$managed \
     GPUMEMSHIM_DEVICE_LIMIT="$budget" GPUMEMSHIM_STATS="$RUNS/$tag.stats.json" "${argv[@]}" \

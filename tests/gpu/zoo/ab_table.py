@@ -8,7 +8,7 @@ import os
 import statistics
 import sys
 
-METRIC = {"decode": ("token_ms", "digest"), "zoo": ("step_ms", "loss")}
+METRIC = {"decode": ("token_ms", "digest"), "zoo": ("step_ms", "loss"), "jax": ("step_ms", "loss")}
 
 
 def load(path):
@@ -46,7 +46,7 @@ def main():
     print("|---|---|---|---:|---:|---:|---|---:|---:|")
     for row in rows:
         if len(row) != 3 or row[0] not in METRIC:
-            print(f"| {':'.join(row)} | not a row (KIND:MODEL:BUDGET, KIND decode or zoo) |")
+            print(f"| {':'.join(row)} | not a row (KIND:MODEL:BUDGET, KIND decode, zoo or jax) |")
             continue
         metric, check = METRIC[row[0]]
         cells, meds, results, timing = [], [], [], []
