@@ -40,6 +40,30 @@ ResidencyConfig chunks_of_2m() {
 Action ev(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::evict_to_host, id, offset, bytes}; }
 Action pf(RegionId id, uint64_t offset, uint64_t bytes) { return {ActionKind::prefetch_to_device, id, offset, bytes}; }
 
+// Early eviction on, a long absence being two launches, no ping-pong stops; regions 1 to `n` of
+// 2 MiB, 1 evicted for room after one use, twice, with long gaps: learnt as an early candidate.
+ResidencyConfig early_config() {
+  ResidencyConfig c = chunks_of_2m();
+  c.pingpong_window = 0;
+  c.early = true;
+  c.early_min_gap = 2;
+  return c;
+}
+void learn_one_as_candidate(ResidencyPlanner& p, RegionId n) {
+  for (RegionId id = 1; id <= n; ++id) p.add_region(id, 2 * MiB);
+  for (int round = 0; round < 3; ++round) {
+    p.plan_launch({1}, 4 * MiB);
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);  // 1 out for room
+    p.plan_launch({2}, 4 * MiB);
+    p.plan_launch({3}, 4 * MiB);
+  }
+}
+bool armed(ResidencyPlanner& p, RegionId id) {
+  const std::vector<RegionId> ids = p.early_candidates(0);
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
 // Four regions on the device, used in order 1, 2, 3, 4 (1 the least recently used). A fifth needs
 // room for one: by recency 1 goes; by next use the one used again farthest ahead, and one freed
 // before its next use before any.
@@ -157,20 +181,8 @@ TEST(ResidencyNextUse, AheadIntoFreeRoomOnly) {
 // forgotten. One used again later than anything kept stays an early candidate.
 TEST(ResidencyNextUse, EarlyEvictionNextUseWouldNotMakeIsForgotten) {
   for (const uint64_t next_of_1 : {70ull, 300ull}) {
-    ResidencyConfig c = chunks_of_2m();
-    c.pingpong_window = 0;
-    c.early = true;
-    c.early_min_gap = 2;
-    ResidencyPlanner p(c);
-    for (RegionId id = 1; id <= 6; ++id) p.add_region(id, 2 * MiB);
-    // Region 1 is evicted for room after one use, twice, with long gaps: learnt as an early candidate.
-    for (int round = 0; round < 3; ++round) {
-      p.plan_launch({1}, 4 * MiB);
-      p.plan_launch({2}, 4 * MiB);
-      p.plan_launch({3}, 4 * MiB);  // 1 out for room
-      p.plan_launch({2}, 4 * MiB);
-      p.plan_launch({3}, 4 * MiB);
-    }
+    ResidencyPlanner p(early_config());
+    learn_one_as_candidate(p, 6);
     p.plan_launch({1}, 4 * MiB);
     p.plan_launch({2}, 4 * MiB);
     ASSERT_EQ(p.early_candidates(0), std::vector<RegionId>{1});
@@ -201,28 +213,12 @@ TEST(ResidencyNextUse, EarlyEvictionNextUseWouldNotMakeIsForgotten) {
 // again within early_min_gap launches), as room by next use would choose them, only earlier. The candidate
 // that next use keeps is disarmed.
 TEST(ResidencyNextUse, EarlyEvictionTakesWhatNextUseWouldTake) {
-  ResidencyConfig c = chunks_of_2m();
-  c.pingpong_window = 0;
-  c.early = true;
-  c.early_min_gap = 2;
-  ResidencyPlanner p(c);
-  for (RegionId id = 1; id <= 6; ++id) p.add_region(id, 2 * MiB);
-  // 1 is evicted for room after one use, twice, with long gaps: learnt as an early candidate.
-  for (int round = 0; round < 3; ++round) {
-    p.plan_launch({1}, 4 * MiB);
-    p.plan_launch({2}, 4 * MiB);
-    p.plan_launch({3}, 4 * MiB);  // 1 out for room
-    p.plan_launch({2}, 4 * MiB);
-    p.plan_launch({3}, 4 * MiB);
-  }
+  ResidencyPlanner p(early_config());
+  learn_one_as_candidate(p, 6);
   p.plan_launch({1}, 12 * MiB);
   p.plan_launch({4, 5}, 12 * MiB);
   p.plan_launch({6}, 12 * MiB);  // on the device: 1 to 6
-  auto armed = [&](RegionId id) {
-    const std::vector<RegionId> ids = p.early_candidates(0);
-    return std::find(ids.begin(), ids.end(), id) != ids.end();
-  };
-  ASSERT_TRUE(armed(1));
+  ASSERT_TRUE(armed(p, 1));
   Table t;
   t.next = {{1, 90}, {2, 40}, {3, 30}, {4, 300}, {5, 200}, {6, 0}};
   t.running[4] = true;
@@ -230,7 +226,7 @@ TEST(ResidencyNextUse, EarlyEvictionTakesWhatNextUseWouldTake) {
   EXPECT_EQ(p.evict_early({1}), std::vector<Action>{ev(5, 0, 2 * MiB)})
       << "4 is farther but the GPU may still use it; 5 goes in place of 1";
   EXPECT_EQ(p.stats().early_refused, 1u);
-  EXPECT_FALSE(armed(1)) << "next use keeps 1: disarmed";
+  EXPECT_FALSE(armed(p, 1)) << "next use keeps 1: disarmed";
   EXPECT_EQ(p.resident_bytes(1), 2 * MiB);
   // Nothing idle that is used again early_min_gap launches ahead or later: nothing goes.
   t.next = {{1, 1}, {2, 1}, {3, 0}, {4, 300}, {6, 0}};
@@ -246,11 +242,7 @@ TEST(ResidencyNextUse, EarlyEvictionTakesWhatNextUseWouldTake) {
 // no verdict.
 TEST(ResidencyNextUse, EarlyEvictionIsCheckedOnTheLearnersClock) {
   for (const bool passed : {false, true}) {
-    ResidencyConfig c = chunks_of_2m();
-    c.pingpong_window = 0;
-    c.early = true;
-    c.early_min_gap = 2;
-    ResidencyPlanner p(c);
+    ResidencyPlanner p(early_config());
     for (RegionId id = 1; id <= 4; ++id) p.add_region(id, 2 * MiB);
     p.plan_launch({1, 2, 3}, 8 * MiB);
     p.plan_launch({4}, 8 * MiB);
@@ -275,29 +267,14 @@ TEST(ResidencyNextUse, EarlyEvictionIsCheckedOnTheLearnersClock) {
 // regions asked whether the GPU is done with them run out (32 at most) before enough were found,
 // nothing goes and the candidate waits for its next cycle, not refused.
 TEST(ResidencyNextUse, EarlyEvictionWithoutAnAnswerMovesNothing) {
-  ResidencyConfig c = chunks_of_2m();
-  c.pingpong_window = 0;
-  c.early = true;
-  c.early_min_gap = 2;
-  ResidencyPlanner p(c);
+  ResidencyPlanner p(early_config());
   constexpr RegionId kBusy = 40;
-  for (RegionId id = 1; id <= kBusy + 1; ++id) p.add_region(id, 2 * MiB);
-  for (int round = 0; round < 3; ++round) {  // 1 learnt as an early candidate
-    p.plan_launch({1}, 4 * MiB);
-    p.plan_launch({2}, 4 * MiB);
-    p.plan_launch({3}, 4 * MiB);
-    p.plan_launch({2}, 4 * MiB);
-    p.plan_launch({3}, 4 * MiB);
-  }
+  learn_one_as_candidate(p, kBusy + 1);
   std::vector<RegionId> all;
   for (RegionId id = 1; id <= kBusy; ++id) all.push_back(id);
   p.plan_launch(all, 1024 * MiB);
   p.plan_launch({kBusy + 1}, 1024 * MiB);
-  auto armed = [&](RegionId id) {
-    const std::vector<RegionId> ids = p.early_candidates(0);
-    return std::find(ids.begin(), ids.end(), id) != ids.end();
-  };
-  ASSERT_TRUE(armed(1));
+  ASSERT_TRUE(armed(p, 1));
   Table t;
   for (RegionId id = 2; id <= kBusy; ++id) {
     t.next[id] = 300;
@@ -308,7 +285,7 @@ TEST(ResidencyNextUse, EarlyEvictionWithoutAnAnswerMovesNothing) {
   p.set_next_use(&t);
   EXPECT_EQ(p.evict_early({1, 1}), std::vector<Action>{}) << "39 busy regions used later: no answer in 32";
   EXPECT_EQ(p.stats().early_refused, 0u);
-  EXPECT_FALSE(armed(1));
+  EXPECT_FALSE(armed(p, 1));
   for (RegionId id = 2; id <= kBusy; ++id) t.running[id] = false;
   EXPECT_EQ(p.evict_early({1, 1}), std::vector<Action>{ev(2, 0, 2 * MiB)}) << "once, for 2 MiB";
   EXPECT_EQ(p.stats().early_refused, 1u);
