@@ -26,7 +26,8 @@ def line(out, row):
 
 class AbTable(unittest.TestCase):
     def test_medians_ratio_and_agreement(self):
-        stats = json.dumps({"timings_ns": {"swap_move_ns": 3_000_000_000, "swap_wait_ns": 250_000_000}})
+        stats = json.dumps({"timings_ns": {"swap_move_ns": 3_000_000_000, "swap_backing_ns": 500_000_000,
+                                           "swap_remap_ns": 1_000_000_000, "swap_wait_ns": 250_000_000}})
         files = {}
         for n, (a, b) in enumerate([(250.0, 240.0), (270.0, 230.0), (260.0, 250.0)]):
             files[f"A-decode-8b-7658M-{n}.out"] = json.dumps({"token_ms": a, "digest": "d1"})
@@ -34,7 +35,7 @@ class AbTable(unittest.TestCase):
             files[f"B-decode-8b-7658M-{n}.stats.json"] = stats
         cells = [c.strip() for c in line(table(files, "decode:8b:7658M"), "decode:8b:7658M")]
         self.assertEqual(cells[1:7], ["250.0, 270.0, 260.0", "240.0, 230.0, 250.0", "260.0", "240.0", "0.923", "yes"])
-        self.assertEqual(cells[7:], ["", "3.00, 0.25"])
+        self.assertEqual(cells[7:], ["", "3.00 (0.50, 1.00), 0.25"])
 
     def test_different_results_and_failed_runs_are_shown(self):
         files = {
