@@ -305,8 +305,8 @@ std::vector<Action> ResidencyPlanner::evict_early(const std::vector<RegionId>& i
   // which regions make it (see the rules). At most kQueries regions are asked whether the GPU is
   // done with them (each an event query); when they run out, next use has not said, and nothing
   // goes: asking again every launch costs the queries again, and what would go later, when the GPU
-  // has caught up, goes as late as room would take it (replayed at 8b weights/2 with the program
-  // 400 launches ahead: 11.9 GB a token brought in against 9.9 with the candidates disarmed).
+  // has caught up, goes as late as room would take it, past the victims next use would choose
+  // (docs/analysis/decode-residency, "Early eviction from next use").
   constexpr size_t kQueries = 32;
   size_t queries = 0;
   bool said = true;
