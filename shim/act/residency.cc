@@ -264,28 +264,12 @@ size_t evict_early(State& s, policy::ResidencyPlanner& p, std::vector<policy::Ac
   return early.size();
 }
 
-// What the planner's early eviction decided while it lives, into the statistics (early_kept,
-// early_excess). Caller holds s.mu.
-class EarlyTally {
- public:
-  explicit EarlyTally(const policy::ResidencyPlanner& p) : p_(p), was_(p.stats()) {}
-  ~EarlyTally() {
-    const policy::PlannerStats& now = p_.stats();
-    Stats& st = runtime_stats();
-    for (uint64_t k = was_.early_refused; k < now.early_refused; ++k) {
-      st.decision(Decision::early_kept, k + 1 == now.early_refused ? now.early_refused_bytes - was_.early_refused_bytes : 0);
-    }
-    for (uint64_t k = was_.early_excess; k < now.early_excess; ++k) {
-      st.decision(Decision::early_excess, k + 1 == now.early_excess ? now.early_excess_bytes - was_.early_excess_bytes : 0);
-    }
-  }
-  EarlyTally(const EarlyTally&) = delete;
-  EarlyTally& operator=(const EarlyTally&) = delete;
-
- private:
-  const policy::ResidencyPlanner& p_;
-  const policy::PlannerStats was_;
-};
+// What the planner's early eviction decided since `was`, into the statistics.
+void tally_early(const policy::PlannerStats& was, const policy::PlannerStats& now) {
+  Stats& st = runtime_stats();
+  st.decisions(Decision::early_kept, now.early_refused - was.early_refused, now.early_refused_bytes - was.early_refused_bytes);
+  st.decisions(Decision::early_excess, now.early_excess - was.early_excess, now.early_excess_bytes - was.early_excess_bytes);
+}
 
 // While it lives, the device's planner makes room by next use when the program follows a learnt
 // step (GPUMEMSHIM_SWAP_LEARN). Caller holds s.mu.
@@ -404,11 +388,12 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   const uint64_t budget = used < limit ? limit - used : 0;
   // While the program follows a learnt step, room comes from what is used again farthest ahead.
   LearntRoom learnt(s, dev);
-  EarlyTally tally(p);
+  const policy::PlannerStats was = p.stats();
   const policy::StepLearner* following = learnt.following();
   watch_turns(s, p, referenced, dev, stream, per_thread);
   std::vector<policy::Action> actions = p.plan_launch(referenced, budget);
   const size_t early = evict_early(s, p, actions);
+  tally_early(was, p.stats());
   ledger().set_resident(dev, p.resident_bytes());
   // Freed movable ranges kept for reuse hold device memory too: the first to go for room, as
   // spare memory for the prefetches.
@@ -511,8 +496,9 @@ void residency_make_room(int device, uint64_t bytes) {
   std::lock_guard lock(s.mu);
   policy::ResidencyPlanner& p = planner(s, device);
   LearntRoom learnt(s, device);
-  EarlyTally tally(p);
+  const policy::PlannerStats was = p.stats();
   std::vector<policy::Action> actions = p.plan_room(bytes, budget::left(device));
+  tally_early(was, p.stats());
   ledger().set_resident(device, p.resident_bytes());
   // Not ordered after any particular stream: the context synchronisation before the copies is.
   carry_out(s, actions, device, nullptr, false, 0, false, learnt.following() != nullptr);

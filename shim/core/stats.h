@@ -151,6 +151,11 @@ class Stats {
   void copy(Direction d, uint64_t bytes) { add(direction_[static_cast<int>(d)], bytes); }
   void copy_host(HostKind k, uint64_t bytes) { add(host_kind_[static_cast<int>(k)], bytes); }
   void decision(Decision d, uint64_t bytes) { add(decision_[static_cast<int>(d)], bytes); }
+  void decisions(Decision d, uint64_t calls, uint64_t bytes) {
+    if (calls == 0) return;
+    decision_[static_cast<int>(d)].calls.fetch_add(calls, std::memory_order_relaxed);
+    decision_[static_cast<int>(d)].bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
   // One atomic per launch, the hottest hook: the launch family's call count is derived when read
   // (successful launches by kind, plus failures).
   void launch(LaunchKind k, bool ok) {
