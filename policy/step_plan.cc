@@ -117,6 +117,33 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
   const Unrolled u = unroll(t, cfg);
   const int64_t n = u.period * u.steps;
   const bool lru = cfg.victims == StepPlanConfig::Victims::least_recently_used;
+  const bool slack = cfg.victims == StepPlanConfig::Victims::most_slack;
+  // For most_slack: kernel time before each position (the clock), the bytes of copies in that the
+  // evictions decided so far owe, by the position that needs them (a Fenwick tree over positions),
+  // and when the copies out decided so far would be over.
+  std::vector<double> est(n + 1, 0);
+  for (int64_t g = 0; g < n; ++g) est[g + 1] = est[g] + static_cast<double>(t.kernels[g % u.period].dur_ns);
+  std::vector<double> owed(n + 2, 0);
+  auto owe = [&](int64_t g, double b) {
+    for (int64_t i = g + 1; i <= n + 1; i += i & -i) owed[i] += b;
+  };
+  auto owed_by = [&](int64_t g) {  // positions [0, g]
+    double s = 0;
+    for (int64_t i = std::min<int64_t>(g, n) + 1; i > 0; i -= i & -i) s += owed[i];
+    return s;
+  };
+  double out_done = 0;
+  // Where the memory pressure around each position ends: the first position from it whose live
+  // bytes fit the budget.
+  std::vector<double> live(n + 1, 0);
+  for (const Instance& in : u.inst) {
+    const double b = static_cast<double>(t.allocs[in.alloc].bytes);
+    live[in.born] += b;
+    live[in.died] -= b;
+  }
+  for (int64_t g = 1; g <= n; ++g) live[g] += live[g - 1];
+  std::vector<int64_t> pressure_end(n + 1, n);
+  for (int64_t g = n - 1; g >= 0; --g) pressure_end[g] = live[g] <= static_cast<double>(cfg.budget) ? g : pressure_end[g + 1];
 
   // --- which pieces move at which kernel (positions only) ---
   std::vector<char> resident(u.units.size(), 0);
@@ -163,10 +190,40 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
       while (used + bytes > cfg.budget && !order.empty()) {
         auto it = lru ? std::find_if(order.begin(), order.end(), [&](const auto& e) { return now_used[e.second] != g; })
                       : std::prev(order.end());
+        if (slack && it != order.end() && it->first < kNever) {
+          // Among the pieces used again after the pressure ends (farthest first), the least late;
+          // a piece that dies before its next use costs no copy in and goes at once.
+          double best = -std::numeric_limits<double>::infinity();
+          for (auto e = order.rbegin(); e != order.rend() && e->first > limit && e->first >= pressure_end[g]; ++e) {
+            if (now_used[e->second] == g) continue;
+            const Unit& un = u.units[e->second];
+            const Instance& ins = u.inst[un.inst];
+            const int64_t nu = e->first, lu = last_use_before(ins, g);
+            if (nu >= ins.died) {
+              it = std::prev(e.base());
+              break;
+            }
+            const double b = static_cast<double>(un.bytes);
+            const double in_late = est[nu] - est[g] - (owed_by(nu) - owed_by(g) + b) / cfg.in_bytes_per_ns;
+            const double out_late = est[g] - (std::max(out_done, lu >= 0 ? est[lu + 1] : 0.0) + b / cfg.out_bytes_per_ns);
+            const double score = std::min(in_late, 0.0) + std::min(out_late, 0.0);
+            if (score > best) {
+              best = score;
+              it = std::prev(e.base());
+            }
+          }
+        }
         if (it == order.end() || now_used[it->second] == g || (!lru && it->first <= limit)) return false;
         const uint32_t victim = it->second;
         const Instance& in = u.inst[u.units[victim].inst];
-        const bool copied = next_use(in, g - 1) < in.died;
+        const int64_t nu = next_use(in, g - 1);
+        const bool copied = nu < in.died;
+        if (slack && copied) {
+          const int64_t lu = last_use_before(in, g);
+          const double b = static_cast<double>(u.units[victim].bytes);
+          out_done = std::max(out_done, lu >= 0 ? est[lu + 1] : 0.0) + b / cfg.out_bytes_per_ns;
+          owe(nu, b);
+        }
         remove(victim);
         decided.push_back({victim, g, false, copied});
       }
