@@ -111,7 +111,8 @@ struct Decided {
 
 }  // namespace
 
-StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
+// The plan with one rule for victims (cfg.victims, not fastest).
+static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
   StepPlan plan;
   if (t.kernels.empty()) return plan;
   const Unrolled u = unroll(t, cfg);
@@ -191,25 +192,28 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
         auto it = lru ? std::find_if(order.begin(), order.end(), [&](const auto& e) { return now_used[e.second] != g; })
                       : std::prev(order.end());
         if (slack && it != order.end() && it->first < kNever) {
-          // Among the pieces used again after the pressure ends (farthest first), the least late;
-          // a piece that dies before its next use costs no copy in and goes at once.
+          // Among the pieces used again at or after the end of the pressure (farthest first), the
+          // least late; the first that is not late at all goes. (A piece that dies before its next
+          // use has no next use: Belady's pick above takes it first.) At most kLooked are scored:
+          // each costs two sums over the copies owed, and a step of tens of thousands of small
+          // allocations would otherwise take seconds to plan.
+          constexpr int kLooked = 1024;
+          const double owed_now = owed_by(g);
           double best = -std::numeric_limits<double>::infinity();
+          int looked = 0;
           for (auto e = order.rbegin(); e != order.rend() && e->first > limit && e->first >= pressure_end[g]; ++e) {
             if (now_used[e->second] == g) continue;
+            if (looked++ == kLooked) break;
             const Unit& un = u.units[e->second];
-            const Instance& ins = u.inst[un.inst];
-            const int64_t nu = e->first, lu = last_use_before(ins, g);
-            if (nu >= ins.died) {
-              it = std::prev(e.base());
-              break;
-            }
+            const int64_t nu = e->first, lu = last_use_before(u.inst[un.inst], g);
             const double b = static_cast<double>(un.bytes);
-            const double in_late = est[nu] - est[g] - (owed_by(nu) - owed_by(g) + b) / cfg.in_bytes_per_ns;
+            const double in_late = est[nu] - est[g] - (owed_by(nu) - owed_now + b) / cfg.in_bytes_per_ns;
             const double out_late = est[g] - (std::max(out_done, lu >= 0 ? est[lu + 1] : 0.0) + b / cfg.out_bytes_per_ns);
             const double score = std::min(in_late, 0.0) + std::min(out_late, 0.0);
-            if (score > best) {
+            if (score > best + 1.0) {  // ns: scores that differ by rounding are equal (ties: the farthest)
               best = score;
               it = std::prev(e.base());
+              if (score >= 0) break;
             }
           }
         }
@@ -377,6 +381,27 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
     if (on[x] && in.born < first && in.died > first) plan.resident_at_start.push_back({in.alloc, u.units[x].piece});
   }
   return plan;
+}
+
+StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
+  if (cfg.victims != StepPlanConfig::Victims::fastest) return plan_with(t, cfg);
+  // Each rule wins somewhere: least recently used reaches the floor on the GPT-style step at peak
+  // / 1.2, where the others do not (docs/design/schedule.md, "The schedule").
+  StepPlan best;
+  bool first = true;
+  for (StepPlanConfig::Victims v : {StepPlanConfig::Victims::most_slack, StepPlanConfig::Victims::farthest_next_use,
+                                    StepPlanConfig::Victims::least_recently_used}) {
+    StepPlanConfig c = cfg;
+    c.victims = v;
+    StepPlan p = plan_with(t, c);
+    const uint64_t moved = p.bytes_in + p.bytes_out, best_moved = best.bytes_in + best.bytes_out;
+    if (first || (p.feasible && !best.feasible) ||
+        (p.feasible == best.feasible && (p.step_ns < best.step_ns || (p.step_ns == best.step_ns && moved < best_moved)))) {
+      best = std::move(p);
+      first = false;
+    }
+  }
+  return best;
 }
 
 uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {

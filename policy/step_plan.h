@@ -5,14 +5,17 @@
 //
 // How (docs/design/schedule.md): the step is unrolled a few times (its lives and uses repeat) and
 // each allocation cut into pieces (the unit of moves, like the shim's chunks). Walking the kernels
-// in order, a kernel's pieces must be on the device; room is made by evicting pieces used again
-// after the memory pressure around the kernel ends (the first kernel from it whose live bytes fit
-// the budget: such a piece is not needed back while others must still be away), and among them the
-// one whose copies leave the most time to spare: its copy out done before the kernel that needs the
-// room, behind the copies out decided before it, and its copy in done before its next use, behind
-// the copies in those evictions already owe by then (kernel time as the clock), ties to the one used
-// again farthest ahead. With none such, the piece used again farthest ahead (Belady's rule, which
-// moves the fewest bytes). A piece freed before its next use is dropped without a copy. The timing
+// in order, a kernel's pieces must be on the device, and room is made by evicting other pieces; a
+// piece freed before its next use is dropped without a copy. Which pieces (Victims): most_slack
+// takes pieces used again at or after the end of the memory pressure around the kernel (the first
+// kernel from it whose live bytes fit the budget: such a piece is not needed back while others must
+// still be away), and among them the least late: its copy out over before the kernel that needs
+// the room, behind the copies out decided before it, and its copy in over before its next use,
+// behind the copies in those evictions already owe by then (kernel time as the clock; lateness
+// below zero counts, time to spare does not), ties to the one used again farthest ahead; with none
+// such (as when the pressure never ends), the piece used again farthest ahead. farthest_next_use is
+// Belady's rule alone, which moves the fewest bytes; least_recently_used the rule of caches. Each
+// wins on some recorded step, so the default plans with all three and keeps the fastest. The timing
 // then places every move as early as it can go: a copy out starts as soon as the last use before it
 // has run and the link is free, its room frees when it is done, and a copy in starts as soon as the
 // link is free and room is there, in the order the kernels need them. A kernel starts when the one
@@ -20,8 +23,9 @@
 // with the uses of the step after it known.
 //
 // This step time is what an executor that knows the step in advance and waits for nothing else can
-// reach with these moves: `gpumemshim report` calls it the bound. lower_bound_ns is a floor no
-// schedule can beat (each direction must move what the budget forces, and kernels run in order).
+// reach with these moves: `gpumemshim report` calls it the schedule. lower_bound_ns is a floor for
+// schedules that keep away the bytes used again farthest ahead (each direction must move what the
+// budget forces, and kernels run in order); a schedule that keeps others away can go below it.
 //
 // Pure code: no CUDA, no globals, no I/O.
 #include <cstdint>
@@ -38,10 +42,10 @@ struct StepPlanConfig {
   uint64_t piece_bytes = 64ull << 20;  // the unit of moves (allocations are cut into such pieces)
   double out_bytes_per_ns = 54.6;      // device to host (bytes per ns = GB/s)
   double in_bytes_per_ns = 54.6;       // host to device
-  // most_slack (see the top of this file); farthest_next_use (Belady's rule alone) and
-  // least_recently_used are there to compare with.
-  enum class Victims : uint8_t { most_slack, farthest_next_use, least_recently_used };
-  Victims victims = Victims::most_slack;
+  // fastest: the shortest step of the three others (ties: the fewest bytes moved); most_slack (see
+  // the top of this file); farthest_next_use (Belady's rule alone); least_recently_used.
+  enum class Victims : uint8_t { fastest, most_slack, farthest_next_use, least_recently_used };
+  Victims victims = Victims::fastest;
   uint32_t steps = 3;  // steps unrolled before the measured one ends (at least 2); one more follows it
 };
 

@@ -218,12 +218,42 @@ TEST(StepPlan, MoreRoomAndFasterLinksNeverHurt) {
   EXPECT_EQ(plan_step(t, fast).step_ns, t.kernel_ns());
 }
 
+// Room for three of four 64 MiB pieces. Belady's rule evicts 3 at kernel 0, which kernel 3 of the
+// step before has just used, so kernel 0 waits for its copy out; the least late piece is 2, whose
+// copy out runs under kernel 3 and its copy in under kernel 1: the step is its kernels' time, for
+// the same bytes.
+TEST(StepPlan, LeastLateVictimsCopyUnderKernels) {
+  StepTimeline t = parse_ok(
+      "timeline 1 4\n"
+      "alloc 0 67108864 0 1\n"
+      "alloc 1 67108864 persistent\n"
+      "alloc 2 67108864 persistent\n"
+      "alloc 3 67108864 persistent\n"
+      "kernel 0 0 500000 0\n"
+      "kernel 1 1 1500000 1\n"
+      "kernel 2 2 500000 2\n"
+      "kernel 3 3 1500000 3\n");
+  StepPlanConfig c = config(192 * MiB);
+  c.victims = StepPlanConfig::Victims::most_slack;
+  StepPlan p = plan_step(t, c);
+  EXPECT_EQ(check_plan(t, c, p), "");
+  EXPECT_EQ(p.step_ns, t.kernel_ns());
+  StepPlanConfig f = c;
+  f.victims = StepPlanConfig::Victims::farthest_next_use;
+  StepPlan b = plan_step(t, f);
+  EXPECT_EQ(check_plan(t, f, b), "");
+  EXPECT_EQ(b.bytes_in, p.bytes_in);
+  EXPECT_GE(b.step_ns, t.kernel_ns() + 1'000'000);
+  EXPECT_EQ(plan_step(t, config(192 * MiB)).step_ns, p.step_ns) << "the default keeps the fastest";
+}
+
 // Steps recorded from real models (torchvision resnet50, a Hugging Face Llama-style model, a ViT, a
 // GPT-style transformer) at peak / 1.2 and peak / 1.5: the plans hold the budget, bring every piece
-// back before its kernel, move no more than least-recently-used eviction (within one piece), cost
-// at least the floor, and take no longer than Belady's rule alone (farthest next use) for at most
-// 1% more bytes: choosing, among the pieces not needed back while the pressure lasts, the one whose
-// copies leave the most time to spare pays in time and costs no bytes to speak of.
+// back before its kernel, and take at least their kernels' time; Belady's rule moves no more than
+// least-recently-used eviction (within one piece) and (on these steps) costs at least the floor,
+// which least recently used can go just below (gpt at peak / 1.2); the default is the fastest,
+// and on these steps the least-late rule is never slower than Belady's for at most 1% more bytes
+// (on other steps it can be: the default then keeps another).
 class Recorded : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Recorded, PlansHoldTheBudgetAndBeatLeastRecentlyUsed) {
@@ -237,21 +267,24 @@ TEST_P(Recorded, PlansHoldTheBudgetAndBeatLeastRecentlyUsed) {
     EXPECT_EQ(check_plan(t, c, p), "") << div;
     EXPECT_LE(p.max_resident, c.budget);
     EXPECT_GT(p.bytes_in, 0u) << "the budget forces moves";
-    EXPECT_GE(p.step_ns, lower_bound_ns(t, c));
-    StepPlanConfig l = c;
-    l.victims = StepPlanConfig::Victims::least_recently_used;
-    StepPlan q = plan_step(t, l);
-    EXPECT_EQ(check_plan(t, l, q), "") << div;
+    EXPECT_GE(p.step_ns, t.kernel_ns());
+    auto with = [&](StepPlanConfig::Victims v) {
+      StepPlanConfig x = c;
+      x.victims = v;
+      StepPlan q = plan_step(t, x);
+      EXPECT_EQ(check_plan(t, x, q), "") << div;
+      EXPECT_LE(p.step_ns, q.step_ns) << div << ": the default is the fastest";
+      return q;
+    };
+    const StepPlan lru = with(StepPlanConfig::Victims::least_recently_used);
+    const StepPlan far = with(StepPlanConfig::Victims::farthest_next_use);
+    const StepPlan late = with(StepPlanConfig::Victims::most_slack);
     // Farthest next use is optimal for pieces of one size; an allocation's last piece is smaller, so
     // allow one piece of slack (gpt at peak / 1.2: 2 MiB more of 4.35 GiB).
-    EXPECT_LE(p.bytes_in + p.bytes_out, q.bytes_in + q.bytes_out + c.piece_bytes) << div;
-    EXPECT_LT(p.bytes_in + p.bytes_out, (q.bytes_in + q.bytes_out) * 101 / 100) << div;
-    StepPlanConfig f = c;
-    f.victims = StepPlanConfig::Victims::farthest_next_use;
-    StepPlan b = plan_step(t, f);
-    EXPECT_EQ(check_plan(t, f, b), "") << div;
-    EXPECT_LE(p.step_ns, b.step_ns) << div;
-    EXPECT_LE(p.bytes_in + p.bytes_out, (b.bytes_in + b.bytes_out) * 101 / 100) << div;
+    EXPECT_LE(far.bytes_in + far.bytes_out, lru.bytes_in + lru.bytes_out + c.piece_bytes) << div;
+    EXPECT_GE(far.step_ns, lower_bound_ns(t, c)) << div << ": a floor for what farthest next use keeps away";
+    EXPECT_LE(late.step_ns, far.step_ns) << div;
+    EXPECT_LE(late.bytes_in + late.bytes_out, (far.bytes_in + far.bytes_out) * 101 / 100) << div;
   }
 }
 
