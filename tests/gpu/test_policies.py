@@ -146,6 +146,17 @@ def test_expandable_segments_stay_within_the_budget(policy, shim, workdir, monke
     assert placed >= 1 << 30, d
 
 
+@pytest.mark.parametrize("policy", ["auto", "spill-managed", "swap"])
+def test_cupy_async_pool_past_the_budget(policy, shim, workdir):
+    """cupy_async_pool.py: CuPy's MemoryAsyncPool (cudaMallocAsync from the device's default pool)
+    holding three times a 512 MiB budget: the same sums as without the shim, and the memory past the
+    budget placed off the device (the pool's allocations go through the shim like any other)."""
+    pytest.importorskip("cupy")
+    run = check("cupy_async_pool", [sys.executable, os.path.join(HERE, "cupy_async_pool.py")], policy, shim,
+                workdir, budget="512M")
+    assert run.stdout.startswith(b"sums"), run.stdout.decode(errors="replace") + run.stderr_tail()
+
+
 @pytest.mark.parametrize("policy", ["auto", "spill-managed"])
 def test_jax_past_its_pool(policy, shim, workdir):
     """jax_big.py: 1.5 GiB of arrays past a 1 GiB budget with JAX's defaults: the results as
