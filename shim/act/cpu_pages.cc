@@ -61,6 +61,27 @@ PageSample sample_cpu_pages(uintptr_t base, uint64_t bytes, uint32_t samples) {
   return s;
 }
 
+bool read_cpu_pages(uintptr_t base, uint64_t pages, uint64_t* bits) {
+  const int fd = pagemap();
+  if (fd < 0 || base % kPage != 0) return false;
+  // 4 KiB of entries a read: a 256 MiB region is 128 reads.
+  constexpr uint64_t kBatch = 512;
+  uint64_t entries[kBatch];
+  for (uint64_t done = 0; done < pages; done += kBatch) {
+    const uint64_t n = pages - done < kBatch ? pages - done : kBatch;
+    const off_t at = static_cast<off_t>((base / kPage + done) * sizeof(uint64_t));
+    const ssize_t want = static_cast<ssize_t>(n * sizeof(uint64_t));
+    if (pread(fd, entries, static_cast<size_t>(want), at) != want) return false;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t page = done + i;
+      const uint64_t bit = 1ull << (page % 64);
+      if (entries[i] & kPresent) bits[page / 64] |= bit;
+      else bits[page / 64] &= ~bit;
+    }
+  }
+  return true;
+}
+
 bool cpu_pages_follow_managed(int device) {
   static std::once_flag once;
   static bool follows = false;

@@ -16,6 +16,11 @@ struct PageSample {
 // child reads its own table.
 PageSample sample_cpu_pages(uintptr_t base, uint64_t bytes, uint32_t samples);
 
+// Every page of [base, base + pages * 4096), one bit a page (page i is bit i % 64 of word i / 64
+// of `bits`, (pages + 63) / 64 words): whether the CPU holds it. False where the table cannot be
+// read (then `bits` is not to be used).
+bool read_cpu_pages(uintptr_t base, uint64_t pages, uint64_t* bits);
+
 // Whether the page table follows managed memory here, tried once per process on 2 MiB of managed
 // memory of its own on `device` (the CPU writes it: present; prefetched to the device on a stream
 // of the shim's own: not present), kept for the process. False where it does not (a driver that

@@ -12,6 +12,7 @@
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "act/census.h"
 #include "act/host_alloc.h"
 #include "act/residency.h"
 #include "act/tables.h"
@@ -277,7 +278,10 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).
-    if (trace::enabled() && region->placement != Placement::managed) trace::flush_device_records();
+    if (trace::enabled() && region->placement != Placement::managed) {
+      census_freeing(region->base);  // what the CPU took back since the last synchronisation
+      trace::flush_device_records();
+    }
   }
   CUresult r = CUDA_SUCCESS;
   if (region && (region->placement == Placement::managed || region->placement == Placement::pinned ||

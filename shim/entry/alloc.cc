@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "act/arrays.h"
+#include "act/census.h"
 #include "act/copy.h"
 #include "act/graph_nodes.h"
 #include "act/heap.h"
@@ -69,6 +70,7 @@ GMS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned 
                         Origin::cuMemAllocManaged, dev, flags);
   // The program's own managed memory gets the same prefetch before kernels as spilled memory.
   if (ok(r) && dptr) act::residency_track(addr(*dptr), bytes, dev, act::Tracked::own);
+  if (ok(r) && dptr && trace::enabled()) act::census_made(addr(*dptr), bytes, dev);
   return r;
 }
 

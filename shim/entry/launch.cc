@@ -1,4 +1,6 @@
-// Kernel and graph launches, stream memory operations, and the unified-memory hints (observed only, for now).
+// Kernel and graph launches, stream memory operations, synchronisations, and the unified-memory hints
+// (observed only, for now).
+#include "act/census.h"
 #include "act/residency.h"
 #include "act/textures.h"
 #include "common.h"
@@ -12,6 +14,7 @@ using namespace gms::entry;
 #define GMS_LAUNCH_HOOK(sym, params, args, KIND, PREPARE, FINISH) \
   GMS_EXPORT CUresult sym params {                                \
     GMS_NESTED(sym, GMS_UNPAREN args);                            \
+    act::census_launch();                                         \
     PREPARE;                                                      \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);      \
     FINISH;                                                       \
@@ -104,6 +107,27 @@ GMS_EXPORT CUresult cuTexObjectDestroy(CUtexObject tex) {
   const uintptr_t base = act::texture_gone(tex);
   CUresult r = call_real(GMS_REAL(cuTexObjectDestroy), tex);
   if (!ok(r) && base) act::texture_made(tex, base);  // still alive, so not handed out again
+  return r;
+}
+
+// Synchronisations: from here the program's CPU may touch managed memory its kernels used; the
+// trace's page census looks at those regions now (act/census.h). One relaxed load unless it does.
+#define GMS_SYNC_HOOK(sym, params, args)                       \
+  GMS_EXPORT CUresult sym params {                             \
+    GMS_NESTED(sym, GMS_UNPAREN args);                         \
+    CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);   \
+    if (ok(r)) act::census_synchronized();                     \
+    return r;                                                  \
+  }
+GMS_SYNC_HOOK(cuCtxSynchronize_v2, (CUcontext c), (c))
+GMS_SYNC_HOOK(cuStreamSynchronize, (CUstream st), (st))
+GMS_SYNC_HOOK(cuStreamSynchronize_ptsz, (CUstream st), (st))
+GMS_SYNC_HOOK(cuEventSynchronize, (CUevent e), (e))
+
+GMS_EXPORT CUresult cuCtxSynchronize() {
+  if (::gms::in_shim()) return call_real(GMS_REAL(cuCtxSynchronize));
+  CUresult r = call_real(GMS_REAL(cuCtxSynchronize));
+  if (ok(r)) act::census_synchronized();
   return r;
 }
 

@@ -710,6 +710,23 @@ void launch(uint64_t seq, uintptr_t stream, uintptr_t fn, const uintptr_t* regio
   } while (k < n);
 }
 
+void pages(uintptr_t base, uint64_t to_gpu, uint64_t to_cpu, uint64_t cpu, PagesAt at) {
+  Record r = make(Type::pages, now());
+  r.v[0] = base;
+  r.v[1] = to_gpu;
+  r.v[2] = to_cpu;
+  r.v[3] = cpu;
+  r.k1 = static_cast<uint8_t>(at);
+  submit(r);
+}
+
+void census(const char* state, const char* why) {
+  Record r = make(Type::census, now());
+  r.v[0] = ptr_value(state);
+  r.v[1] = ptr_value(why);
+  submit(r);
+}
+
 void budget(int device) {
   if (device < 0 || device >= kMaxDevices) return;
   const DeviceLedger& l = ledger();

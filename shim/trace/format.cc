@@ -177,6 +177,15 @@ void format_record(Out& out, const Record& r) {
       }
       out.chr(']');
       break;
+    case Type::pages: {
+      static const char* const kAt[] = {"launch", "sync", "free", "exit"};
+      start(out, "pages", r).key("ptr").addr(r.v[0]).key("to_gpu").u64(r.v[1]).key("to_cpu").u64(r.v[2]);
+      out.key("cpu").u64(r.v[3]).key("at").str(r.k1 < 4 ? kAt[r.k1] : "unknown");
+      break;
+    }
+    case Type::census:
+      start(out, "census", r).key("state").str(str_or(r.v[0], "unknown")).key("why").str(str_or(r.v[1], nullptr));
+      break;
     case Type::range:
       start(out, "range", r);
       end_key(out, r);

@@ -23,6 +23,8 @@ enum class Type : uint8_t {
   range,         // v0 end, v1 name id, v2 domain id, v3 tid
   // The shim's own again (after the CUPTI kinds, so recorded traces keep their numbers):
   launch,        // v0 seq, v1 stream, v2 function, v4 n, v5..v12 region bases; k1 1: continued
+  pages,         // v0 region base, v1 bytes to the GPU, v2 bytes back to the CPU, v3 bytes the CPU holds; k1 PagesAt
+  census,        // v0 state, v1 reason (const char*)
 };
 
 constexpr uint8_t kNone = 0xff;

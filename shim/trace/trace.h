@@ -61,6 +61,12 @@ void cache_totals(uint64_t hits, uint64_t misses, uint64_t evictions, uint64_t i
 // tracing has one, in the order of CUPTI's `kernel` records on its stream: the step timelines of
 // docs/design/schedule.md.
 void launch(uint64_t seq, uintptr_t stream, uintptr_t fn, const uintptr_t* regions, size_t n);
+// The page census of managed memory (act/census.h): pages of the region at `base` that went to the
+// GPU and came back to the CPU since its last look, and what the CPU holds now, in bytes.
+enum class PagesAt : uint8_t { launch, sync, free, exit };
+void pages(uintptr_t base, uint64_t to_gpu, uint64_t to_cpu, uint64_t cpu, PagesAt at);
+// The census's state (`on`, `off`, `stopped`) and why: string literals.
+void census(const char* state, const char* why);
 
 // Copy paths of the `copy` event (FORMAT.md): what act/ made of a copy.
 enum class CopyPath : uint8_t { driver, registered, staged, host };

@@ -207,6 +207,10 @@ def test_one_kernel_moves_what_it_touched(built, shim, workdir, faults, blocks):
     report = report_json(shim, run.trace_path)
     assert report["totals"]["um"]["htod_bytes"] == moved, report["totals"]["um"]
     assert report["totals"]["um"]["gpu_faults"] == gpu_faults, report["totals"]["um"]
+    # The page census counts what CUPTI drops: every page the kernel pulled in, at any speed.
+    assert report["totals"]["census"] == "on", report["totals"]
+    in_pages = report["totals"]["um"]["page_to_gpu_bytes"]
+    assert 0.9 * REGION <= in_pages <= 1.1 * REGION, f"page table: {in_pages / MiB:.1f} MiB to the GPU of 256 MiB"
 
 
 def test_cpu_reading_pages_back_faults_and_moves_them(built, shim, workdir):
@@ -224,6 +228,11 @@ def test_cpu_reading_pages_back_faults_and_moves_them(built, shim, workdir):
     report = report_json(shim, run.trace_path)
     assert report["totals"]["um"]["cpu_faults"] == cpu_faults, report["totals"]["um"]
     assert report["totals"]["um"]["dtoh_known"] == (back > 0), "no record is no figure"
+    # CUPTI has no record of these reads; the page census sees each page come back.
+    assert report["totals"]["census"] == "on", report["totals"]
+    got = report["totals"]["um"]["page_to_cpu_bytes"]
+    assert 0.9 * pages * PAGE <= got <= 1.1 * pages * PAGE, f"page table: {got} bytes back for {pages} pages read"
+    assert 0.9 * REGION <= report["totals"]["um"]["page_to_gpu_bytes"] <= 1.1 * REGION, report["totals"]["um"]
 
 
 _pp = {}
@@ -249,6 +258,13 @@ def test_ping_pong_moves_both_ways_every_round_and_is_named(built, shim, workdir
     # back, at least one fault per 2 MiB block every round.
     assert 0.3 * 20 * REGION <= htod <= 1.1 * 20 * REGION, f"{htod / MiB:.0f} MiB in over 20 rounds"
     assert 20 * REGION // (2 * MiB) <= cpu_faults <= 21 * REGION // PAGE, f"{cpu_faults} CPU faults in 20 rounds"
+    # The page census, round by round: the whole region to the GPU at each synchronisation, and
+    # back to the CPU at the next launch's look (the last round's at the free).
+    pages = of(lines, "pages")
+    to_gpu = [p["to_gpu"] for p in pages if p["to_gpu"]]
+    to_cpu = [p["to_cpu"] for p in pages if p["to_cpu"]]
+    assert len(to_gpu) == 20 and all(0.9 * REGION <= b <= 1.1 * REGION for b in to_gpu), f"to the GPU: {to_gpu}"
+    assert len(to_cpu) == 20 and all(0.9 * REGION <= b <= 1.1 * REGION for b in to_cpu), f"back: {to_cpu}"
     report = report_json(shim, run.trace_path)
     pp = [o for o in report["offenders"] if o["kind"] == "ping_pong"]
     assert pp, f"no ping_pong offender: {[o['kind'] for o in report['offenders']]}"

@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 155 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 160 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -436,7 +436,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("155 hooked implementations called", run.stdout)
+        self.assertIn("160 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()
@@ -1497,6 +1497,12 @@ class PreloadTrace(PreloadCase):
         run, d = self.traced("trace", "--managed", env=env)
         lines = self.only_trace(d)
         self.assertEqual(lines[0]["cupti"], "ok", lines[0])
+        # The stand-in driver keeps managed pages mapped when they "move": the page census is off, and
+        # says why, rather than counting no migration.
+        census = [l for l in lines if l["type"] == "census"]
+        self.assertEqual([c["state"] for c in census], ["off"], census)
+        self.assertIn("page table does not follow managed memory", census[0]["why"])
+        self.assertEqual([l for l in lines if l["type"] == "pages"], [])
         um = {l["counter"]: l for l in lines if l["type"] == "um" and l.get("value") != 907452736313848329}
         self.assertEqual(sorted(um), sorted(["htod", "dtoh", "dtod", "gpu_fault", "cpu_fault", "thrashing",
                                              "throttling", "remote_map"]), f"unified-memory lines: {um}")

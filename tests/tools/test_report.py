@@ -59,6 +59,7 @@ CASES = {
     "two_ranks": ["rank0.jsonl", "rank1.jsonl"],
     "truncated": ["truncated.jsonl"],
     "training": ["training.jsonl"],
+    "ping_pong": ["ping_pong.jsonl"],
 }
 PERFETTO_CASES = ("um_faults", "copies", "two_ranks")
 

@@ -38,6 +38,7 @@ void sort_events(TraceSet& set) {
     sort_by_time(f.memcpys);
     sort_by_time(f.memsets);
     sort_by_time(f.um);
+    sort_by_time(f.pages);
     sort_by_time(f.ranges);
   }
 }
@@ -76,6 +77,14 @@ void add_totals(const TraceSet& set, Totals& t) {
       if (is_migration(e, k)) {
         const std::string& cause = set.strings.str(e.cause);
         add_to(t.migrated_by_cause[cause.empty() ? "unknown" : cause], e.bytes);
+      }
+    }
+    for (const PagesEvent& e : f.pages) t.um.add(e);
+    if (f.census_state) {
+      const std::string& state = set.strings.str(f.census_state);
+      if (t.census.empty() || (t.census == "on" && state != "on")) {
+        t.census = state;
+        t.census_why = set.strings.str(f.census_why);
       }
     }
     add_to(t.dropped_shim, f.dropped_shim);
@@ -188,6 +197,20 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
     }
   }
   replay_until(INT64_MAX);
+  // A census line names its region by base address: the region made there last before it (a look
+  // at a free comes before the free's own line).
+  std::multimap<uint64_t, uint32_t> by_base;
+  for (uint32_t i = 0; i < regions.size(); ++i) by_base.emplace(regions[i].ptr, i);
+  for (const PagesEvent& e : f.pages) {
+    RegionRow* region = nullptr;
+    auto [lo, hi] = by_base.equal_range(e.ptr);
+    for (auto it = lo; it != hi; ++it) {
+      RegionRow& candidate = regions[it->second];
+      if (candidate.alloc_t <= e.t && (!region || candidate.alloc_t > region->alloc_t)) region = &candidate;
+    }
+    if (region) region->um.add(e);
+    else r.unattributed.add(e);
+  }
   add_to(r.regions_total, static_cast<int64_t>(regions.size()));
   for (RegionRow& row : regions) {
     if (row.um.empty()) continue;
@@ -329,12 +352,24 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
   }
 }
 
+void UmTally::add(const PagesEvent& e) {
+  // Within one look, what left the CPU went first: a look at a launch sees the CPU's turn after
+  // the kernels before it, a look at a synchronisation the kernels' pull after the CPU's turn.
+  auto way = [this](uint8_t w) {
+    if (page_last_way != 0 && page_last_way != w) ++page_turns;
+    page_last_way = w;
+  };
+  if (e.to_gpu) way(1), add_to(page_to_gpu, e.to_gpu);
+  if (e.to_cpu) way(2), add_to(page_to_cpu, e.to_cpu);
+}
+
 void UmTally::add(const UmTally& o) {
-  for (uint64_t UmTally::*m : {&UmTally::htod, &UmTally::dtoh, &UmTally::dtod, &UmTally::fault_htod, &UmTally::fault_dtoh})
+  for (uint64_t UmTally::*m : {&UmTally::htod, &UmTally::dtoh, &UmTally::dtod, &UmTally::fault_htod, &UmTally::fault_dtoh,
+                               &UmTally::page_to_gpu, &UmTally::page_to_cpu})
     add_to(this->*m, o.*m);
   for (int64_t UmTally::*m : {&UmTally::fault_htod_ns, &UmTally::fault_dtoh_ns, &UmTally::gpu_faults, &UmTally::cpu_faults,
                               &UmTally::thrashing, &UmTally::throttling, &UmTally::remote_maps, &UmTally::migration_ns,
-                              &UmTally::turns})
+                              &UmTally::turns, &UmTally::page_turns})
     add_to(this->*m, o.*m);
 }
 

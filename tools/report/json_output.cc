@@ -27,6 +27,9 @@ void um_object(JsonWriter& w, const UmTally& u) {
   w.key("thrashing"), w.value(u.thrashing);
   w.key("throttling"), w.value(u.throttling);
   w.key("remote_maps"), w.value(u.remote_maps);
+  // The shim's page census (act/census.h): complete where CUPTI's migration records are not.
+  w.key("page_to_gpu_bytes"), w.value(u.page_to_gpu);
+  w.key("page_to_cpu_bytes"), w.value(u.page_to_cpu);
   w.end_object();
 }
 
@@ -101,6 +104,8 @@ void totals(JsonWriter& w, const Report& r) {
   w.key("totals");
   w.begin_object();
   w.key("um"), um_object(w, t.um);
+  w.key("census"), w.value(t.census);
+  w.key("census_why"), w.value(t.census_why);
   w.key("migrated_bytes_by_cause");
   w.begin_object();
   for (const auto& [cause, n] : t.migrated_by_cause) w.key(cause), w.value(n);

@@ -29,13 +29,22 @@ struct UmTally {
   // (on the H200, CUDA 13.0, CPU faults came with no migration record to the host).
   int64_t turns = 0;
   uint8_t last_way = 0;  // of the latest migration added: 1 to the device, 2 to the host
+  // The shim's page census (`pages` lines, act/census.h): bytes that left the CPU's page table and
+  // came back, counted at launches, synchronisations, frees and exit; and the turns between the two
+  // directions, look after look. Complete where CUPTI's records are not (they drop migrations on
+  // fast GPU faults and have none for the CPU's reads).
+  uint64_t page_to_gpu = 0, page_to_cpu = 0;
+  int64_t page_turns = 0;
+  uint8_t page_last_way = 0;
 
   uint64_t migrated() const { return sat_sum(sat_sum(htod, dtoh), dtod); }
+  uint64_t page_moved() const { return sat_sum(page_to_gpu, page_to_cpu); }
   bool empty() const {
-    return migrated() == 0 && gpu_faults == 0 && cpu_faults == 0 && thrashing == 0 && throttling == 0 &&
+    return migrated() == 0 && page_moved() == 0 && gpu_faults == 0 && cpu_faults == 0 && thrashing == 0 && throttling == 0 &&
            remote_maps == 0;
   }
   void add(const UmEvent& e, const KnownIds& k);
+  void add(const PagesEvent& e);
   void add(const UmTally& o);
 };
 
@@ -144,6 +153,9 @@ struct Offender {
 
 struct Totals {
   UmTally um;
+  // The page census over the files: "on" where every file with managed memory had it on, else the
+  // first other state ("off", "stopped") and why; "" where no file said.
+  std::string census, census_why;
   std::map<std::string, uint64_t> migrated_by_cause;
   int64_t dropped_shim = 0, dropped_cupti = 0, dropped_other = 0, dropped_total = 0;
   int64_t kernels = 0, kernel_ns = 0;

@@ -143,18 +143,22 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
     }
     // Two round trips or more (to the device, back, to the device, back): the CPU and the GPU take
     // turns on it, whether the moves came on faults or as prefetches.
-    if (g.um.turns >= 3) {
+    // The page census sees every turn and byte where CUPTI's records drop some.
+    const int64_t turns = std::max(g.um.turns, g.um.page_turns);
+    if (turns >= 3) {
       Offender o;
       o.kind = "ping_pong";
       o.subject = region_name(set, g);
-      const int64_t rounds = (g.um.turns + 1) / 2;
+      const int64_t rounds = (turns + 1) / 2;
       o.count = rounds;
-      o.bytes = g.um.migrated();
-      o.gbps = rate(o.bytes, g.um.migration_ns);
-      // Read in place over the link (or moved once), none of the moving back and forth is needed.
-      o.lost_ns = g.um.migration_ns;
+      o.bytes = std::max(g.um.migrated(), g.um.page_moved());
+      o.gbps = rate(g.um.migrated(), g.um.migration_ns);
+      // Read in place over the link (or moved once), none of the moving back and forth is needed:
+      // the time CUPTI's records took, scaled up to the census's bytes where they missed some.
+      o.lost_ns = o.bytes > g.um.migrated() && o.gbps > 0 ? static_cast<int64_t>(static_cast<double>(o.bytes) / o.gbps)
+                                                           : g.um.migration_ns;
       o.hint = o.subject + " went to the GPU and back " + human_count(rounds) + " times (" +
-               human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(g.um.migration_ns) +
+               human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(o.lost_ns) +
                " moving)" + movers(set, g) +
                ": the CPU and the GPU take turns on it; keep it on the host and let kernels read it over the "
                "link (cudaMemAdviseSetPreferredLocation to the CPU, SetAccessedBy the GPU: what the default policy "

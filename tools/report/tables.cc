@@ -74,6 +74,16 @@ Table totals_table(const Report& r) {
   }
   row("migrated device to device", bytes(t.um.dtod));
   for (const auto& [cause, n] : t.migrated_by_cause) row("  by cause: " + cause, bytes(n));
+  // The shim's page census counts what CUPTI's records miss (policy/page_census.h): where it ran,
+  // its figures are the ones to read for the program's own managed memory.
+  if (t.census == "on" || t.census == "stopped" || t.um.page_moved() > 0) {
+    const std::string floor = t.census == "stopped" ? "at least (the census stopped: " + t.census_why + ")" :
+                                                      "the page table, looked at launches, synchronisations and frees";
+    row("to the GPU, page table", bytes(t.um.page_to_gpu), floor);
+    row("back to the CPU, page table", bytes(t.um.page_to_cpu), floor);
+  } else if (t.census == "off") {
+    row("page table census", "off", t.census_why);
+  }
   if (t.um.gpu_faults == 0 && t.um.fault_htod > 0) {
     row("GPU page faults", "unknown", "none recorded for " + bytes(t.um.fault_htod) +
                                           " moved on them (not traced, or lost by CUPTI under load)");

@@ -99,6 +99,11 @@ struct UmEvent {  // a unified memory counter record (CUPTI)
   uint32_t counter, cause, access;
   int32_t device;
 };
+struct PagesEvent {  // the shim's page census of a managed region (`pages` lines): bytes since its last look
+  int64_t t;
+  uint64_t ptr, to_gpu, to_cpu, cpu;
+  uint32_t at;
+};
 struct RangeEvent {  // an NVTX range
   int64_t t, end;
   uint32_t name, domain;
@@ -157,6 +162,8 @@ struct TraceFile {
   std::vector<MemcpyEvent> memcpys;
   std::vector<MemsetEvent> memsets;
   std::vector<UmEvent> um;
+  std::vector<PagesEvent> pages;
+  uint32_t census_state = 0, census_why = 0;  // the last `census` line's (interned; 0: none)
   std::vector<RangeEvent> ranges;
   std::vector<LaunchEvent> launches;
   std::vector<uint64_t> launch_regions;  // the allocations each launch points into, launch after launch

@@ -361,6 +361,20 @@ bool read_event(LineReader& r, std::string_view type, TraceSet& set, TraceFile& 
       f.launch_regions.push_back(a);
       ++f.launches.back().regions;
     }
+  } else if (type == "pages") {
+    r.count_unknown_keys({"type", "t", "ptr", "to_gpu", "to_cpu", "cpu", "at"});
+    PagesEvent e{};
+    e.t = r.time();
+    e.ptr = r.address("ptr");
+    e.to_gpu = r.size("to_gpu");
+    e.to_cpu = r.size("to_cpu");
+    e.cpu = r.size("cpu");
+    e.at = r.str("at");
+    f.pages.push_back(e);
+  } else if (type == "census") {
+    r.count_unknown_keys({"type", "t", "state", "why"});
+    f.census_state = r.str("state");
+    f.census_why = r.str("why");
   } else if (type == "range") {
     r.count_unknown_keys({"type", "t", "end", "name", "domain", "tid"});
     RangeEvent e{};

@@ -261,6 +261,12 @@ FAKE_IMPL(cuCtxSynchronize)() {
   return need_ctx();
 }
 
+FAKE_IMPL(cuCtxSynchronize_v2)(CUcontext ctx) {
+  FAKE_ENTER(k_cuCtxSynchronize_v2);
+  run_held();
+  return ctx ? need_ctx() : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 FAKE_IMPL(cuStreamCreate)(CUstream* s, unsigned int flags) {
   FAKE_ENTER(k_cuStreamCreate);
   FAKE_TRY(need_ctx());

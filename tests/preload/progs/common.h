@@ -179,7 +179,7 @@ inline void check_hooked(const void* p, bool shim, const char* what) {
   X(stream_destroy, PFN_cuStreamDestroy_v4000, "cuStreamDestroy", 4000, "cuStreamDestroy_v2", "cuStreamDestroy_v2", \
     false, 1)                                                                                                      \
   X(stream_sync, PFN_cuStreamSynchronize_v2000, "cuStreamSynchronize", 2000, "cuStreamSynchronize",                \
-    "cuStreamSynchronize_ptsz", false, 2)                                                                          \
+    "cuStreamSynchronize_ptsz", true, 2)                                                                           \
   X(htod, PFN_cuMemcpyHtoD_v3020, "cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", true, 1)        \
   X(dtoh, PFN_cuMemcpyDtoH_v3020, "cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds", true, 1)        \
   X(dtod, PFN_cuMemcpyDtoD_v3020, "cuMemcpyDtoD", 3020, "cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds", true, 1)        \

@@ -656,6 +656,16 @@ void every_hook(CUcontext ctx, CUstream s) {
   ONE(cuMemAdvise, PFN_cuMemAdvise_v8000, m1, S, CU_MEM_ADVISE_SET_READ_MOSTLY, 0);
   ONE(cuMemAdvise_v2, PFN_cuMemAdvise_v12020, m1, S, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc);
 
+  // ---- synchronisations
+  ONE(cuCtxSynchronize, PFN_cuCtxSynchronize_v2000);
+  ONE(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000, ctx);
+  ONE(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000, s);
+  ONE(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz, s);
+  CUevent ev = nullptr;
+  CK(get<PFN_cuEventCreate_v2000>("cuEventCreate")(&ev, 0u));
+  CK(get<PFN_cuEventRecord_v2000>("cuEventRecord")(ev, s));
+  ONE(cuEventSynchronize, PFN_cuEventSynchronize_v2000, ev);
+
   // ---- launches: 2 of each kind
   CUdeviceptr counter = d6;
   *preload::dev_ptr<uint32_t>(counter) = 0;

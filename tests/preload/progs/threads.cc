@@ -87,7 +87,7 @@ void get(F* out, const char* base, int flags, bool shim) {
   CUdriverProcAddressQueryResult st;
   CK(cuGetProcAddress(base, &p, 12000, flags, &st));
   CHECK(st == CU_GET_PROC_ADDRESS_SUCCESS);
-  preload::check_hooked(p, shim && std::strcmp(base, "cuStreamSynchronize") != 0, base);
+  preload::check_hooked(p, shim, base);
   *out = reinterpret_cast<F>(p);
 }
 

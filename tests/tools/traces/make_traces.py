@@ -386,6 +386,39 @@ def training():
     tr.write("training.jsonl")
 
 
+def ping_pong():
+    """S4's ping-pong (tests/gpu/placement/pingpong.cu, policy off): 256 MiB of managed memory, five
+    rounds of a kernel over all of it and the CPU writing a float in every page. CUPTI keeps part of
+    the fault-driven migrations to the device (45% on the H200) and none to the host, only CPU fault
+    records; the shim's page census (`pages` lines) sees every page go and come back."""
+    rng = random.Random(29)
+    tr = Trace(header(argv=("./pingpong", "ping", "256", "5"), policy="off"))
+    site(tr, 1, "main", module="/home/ana/s4/pingpong", offset="0x1e40", caller="__libc_start_main")
+    a = 0x7f3c00000000
+    tr.add("census", t=1 * MS - 10 * US, state="on", why=None)
+    tr.add("alloc", t=1 * MS, ptr=addr(a), bytes=256 * MiB, device=0, api="cuMemAllocManaged", kind="managed",
+           placement="passthrough", site=1)
+    t = 300 * MS  # after the CPU wrote every value
+    for r in range(5):
+        if r > 0:  # the look before the launch: the pages the CPU wrote since the last synchronisation
+            tr.add("pages", t=t, ptr=addr(a), to_gpu=0, to_cpu=256 * MiB, cpu=256 * MiB, at="launch")
+        tr.add("launch", t=t + 5 * US, seq=r, stream="0x55d4c1a2b000", fn="0x55d4c19f0000", regions=[addr(a)])
+        k0, k1 = t + 20 * US, t + 72 * MS
+        tr.add("kernel", t=k0, end=k1, name="_Z7add_onePfm", device=0, stream=13, correlation=200 + r,
+               grid=[264, 1, 1], block=[512, 1, 1])
+        migrate(tr, rng, k0 + 10 * US, k1 - 10 * US, a, 112 * MiB, "htod", "coherence", chunk=16 * MiB,
+                faults_first=False)
+        tr.add("pages", t=k1 + 30 * US, ptr=addr(a), to_gpu=256 * MiB, to_cpu=0, cpu=0, at="sync")
+        for i in range(8):  # the CPU's writes: fault records, no migration record
+            s = k1 + 100 * US + i * 2 * MS
+            tr.add("um", t=s, end=s, counter="cpu_fault", address=addr(a + i * 32 * MiB), bytes=0,
+                   value=0x55D4C0001F00 + 16 * (i % 2), device=0)
+        t = k1 + 40 * MS
+    tr.add("free", t=t + 60 * MS, ptr=addr(a), bytes=256 * MiB, api="cuMemFree")
+    tr.end()
+    tr.write("ping_pong.jsonl")
+
+
 def malformed():
     good = json.dumps(header(pid=9000), separators=(", ", ": "))
     lines = [good,
@@ -421,4 +454,5 @@ if __name__ == "__main__":
     rank(1)
     truncated()
     training()
+    ping_pong()
     malformed()
