@@ -1,5 +1,6 @@
 #include "act/census.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <mutex>
@@ -42,9 +43,18 @@ struct Census {
   uint64_t started_ns = 0, spent_ns = 0;
 };
 
+Census* g_child = nullptr;  // a fork child's own (fork_child)
 Census& census() {
   static Census* c = new Census();  // never destroyed: the exit handler runs beside other destructors
-  return *c;
+  return g_child ? *g_child : *c;
+}
+
+// A fork child's managed memory is its parent's, and another thread of the parent may have held the
+// lock: the child counts nothing, with a lock of its own.
+void fork_child() {
+  g_census_on.store(false, std::memory_order_relaxed);
+  g_child = new Census();
+  g_child->state = State::done;
 }
 
 // Caller holds c.mu. The census ends for the rest of the run; the trace says why.
@@ -112,6 +122,7 @@ void census_made(uintptr_t base, uint64_t bytes, int device) {
     c.started_ns = trace::monotonic_ns();
     // Before the runtime's exit handlers (registered at its start, earlier) unmap managed memory.
     atexit(at_exit);
+    pthread_atfork(nullptr, nullptr, fork_child);
     trace::census("on", nullptr);
   }
   if (c.state != State::on) return;
