@@ -79,6 +79,30 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict, bool created = false) {
   return made ? Room::now : Room::never;
 }
 
+// The sizes of the latest large frees (policy::PlacementRequest::recurring): a small ring, written
+// and read without a lock (a lost or torn entry costs one allocation its placement as a large one).
+constexpr uint64_t kRecurMin = 64ull << 20;  // below this, auto never treats an allocation as large
+constexpr size_t kRecurSlots = 16;
+std::atomic<uint64_t> g_freed_sizes[kRecurSlots];
+std::atomic<uint32_t> g_freed_next{0};
+
+uint64_t size_class(uint64_t bytes) { return (bytes + (2ull << 20) - 1) >> 21; }  // 2 MiB steps
+
+void note_freed(uint64_t bytes) {
+  if (bytes < kRecurMin) return;
+  g_freed_sizes[g_freed_next.fetch_add(1, std::memory_order_relaxed) % kRecurSlots].store(size_class(bytes),
+                                                                                         std::memory_order_relaxed);
+}
+
+bool freed_before(uint64_t bytes) {
+  if (bytes < kRecurMin) return false;
+  const uint64_t c = size_class(bytes);
+  for (const auto& s : g_freed_sizes) {
+    if (s.load(std::memory_order_relaxed) == c) return true;
+  }
+  return false;
+}
+
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
   Line l;
   l.str("refused ").bytes(req.bytes).str(" on device ").i64(dev).str(": ").str(reason).str(" (device budget ")
@@ -140,6 +164,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.in_graph || (req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread));
+  pr.recurring = freed_before(req.bytes);
   const policy::DeviceBudget within = placement_budget(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
@@ -275,6 +300,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
+  if (region && region->kind != MemKind::managed) note_freed(region->size);
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).

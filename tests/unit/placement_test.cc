@@ -113,6 +113,18 @@ TEST(Placement, AutoMakesMovableMemoryAndPlacesLargeAllocationsAsSpillDoes) {
   EXPECT_EQ(where(c, 8 * GiB, 8 * GiB, GiB, 0, true, true), Where::managed) << "not past the card: host memory";
 }
 
+TEST(Placement, AutoMakesALargeAllocationMadeAgainMovable) {
+  // A step's working memory freed and made again (XLA's temporaries): movable, not read over the link.
+  auto c = cfg(PolicyKind::auto_);
+  PlacementRequest r;
+  r.bytes = 2 * GiB + 1;
+  r.recurring = true;
+  EXPECT_EQ(place(c, DeviceBudget{8 * GiB, 6 * GiB}, 0, r).where, Where::swap);
+  EXPECT_EQ(place(c, DeviceBudget{8 * GiB, 0}, 0, r).where, Where::swap) << "within the budget too";
+  r.recurring = false;
+  EXPECT_EQ(place(c, DeviceBudget{8 * GiB, 6 * GiB}, 0, r).where, Where::managed) << "made once: streamed";
+}
+
 TEST(Placement, AutoCountsOnlyMovableMemoryBeyondTheBudgetAgainstTheManagedLimit) {
   auto c = cfg(PolicyKind::auto_, 4 * GiB);
   // 10 GiB movable under an 8 GiB budget: at least 2 GiB of it on the host.
