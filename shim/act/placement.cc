@@ -300,7 +300,8 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   // Out of the registry before the real free: see observe::region_release.
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
-  if (region && region->kind != MemKind::managed) note_freed(region->size);
+  // Any allocation the policy placed (spilled ones are managed memory too), not the program's own managed memory.
+  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) note_freed(region->size);
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).
