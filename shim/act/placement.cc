@@ -79,23 +79,22 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict, bool created = false) {
   return made ? Room::now : Room::never;
 }
 
-// The sizes of the latest large frees (policy::PlacementRequest::recurring): a small ring, written
-// and read without a lock (a lost or torn entry costs one allocation its placement as a large one).
-constexpr uint64_t kRecurMin = 64ull << 20;  // below this, auto never treats an allocation as large
+// The sizes of the latest frees of allocations over a quarter of their device's budget (auto's
+// large ones: policy::PlacementRequest::recurring): a small ring, written and read without a lock
+// (a lost entry costs one allocation its placement as a large one).
 constexpr size_t kRecurSlots = 16;
 std::atomic<uint64_t> g_freed_sizes[kRecurSlots];
 std::atomic<uint32_t> g_freed_next{0};
 
 uint64_t size_class(uint64_t bytes) { return (bytes + (2ull << 20) - 1) >> 21; }  // 2 MiB steps
 
-void note_freed(uint64_t bytes) {
-  if (bytes < kRecurMin) return;
+void note_freed(uint64_t bytes, int dev) {
+  if (dev < 0 || bytes <= budget::limit(dev) / 4) return;
   g_freed_sizes[g_freed_next.fetch_add(1, std::memory_order_relaxed) % kRecurSlots].store(size_class(bytes),
                                                                                          std::memory_order_relaxed);
 }
 
 bool freed_before(uint64_t bytes) {
-  if (bytes < kRecurMin) return false;
   const uint64_t c = size_class(bytes);
   for (const auto& s : g_freed_sizes) {
     if (s.load(std::memory_order_relaxed) == c) return true;
@@ -301,7 +300,9 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
   // Any allocation the policy placed (spilled ones are managed memory too), not the program's own managed memory.
-  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) note_freed(region->size);
+  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) {
+    note_freed(region->size, region->device);
+  }
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).

@@ -6,6 +6,7 @@
 // - one over a quarter that does not fit is managed memory, and a launch that uses it while the
 //   budget is full of other memory leaves it where it is (no prefetch, nothing evicted for it);
 // - a stream capture's allocation past the budget gets device memory, not out-of-memory;
+// - one over a quarter made again at a size freed before is movable memory;
 // - a legacy IPC handle is refused for movable memory as the driver refuses it (the runner checks
 //   the one warning that says what to run instead) and given for ordinary memory.
 // Every byte written through a kernel is checked after. The runner checks the shim's statistics.
@@ -89,6 +90,18 @@ int main() {
   }
   fake_cuda_set_capturing(st, 0);
 
+  // Made again at a size freed before: a step's working memory (XLA's temporaries of a jitted
+  // step), movable rather than read over the link.
+  CK(cuMemFree(huge));
+  {
+    Count managed("cuMemAllocManaged"), alloc("cuMemAlloc_v2");
+    CK(cuMemAlloc(&huge, 8 * MiB));
+    CHECK(managed.added() == 0);
+    CHECK(alloc.added() == 0);
+  }
+  CK(launch_fill(huge, 8 * MiB, st));
+  CK(cuStreamSynchronize(st));
+  CHECK(sevens(huge, 8 * MiB));
   CK(cuMemFree(huge));
   CK(cuMemFree(large));
   CK(cuMemFree(small));
