@@ -123,7 +123,7 @@ def test_frameworks_together_with_expandable_segments(policy, shim, workdir, mon
     _mix(policy, shim, workdir, "fw_mix_expandable", MIX_PARTS)
 
 
-@pytest.mark.parametrize("policy", ["auto", "spill-managed"])
+@pytest.mark.parametrize("policy", ["auto", "spill-managed", "swap", "managed", "pinned"])
 def test_expandable_segments_stay_within_the_budget(policy, shim, workdir, monkeypatch):
     """torch_expandable.py: three times a 512 MiB budget in tensors, with expandable segments.
     The device memory the process holds, as NVML sees it (not through the shim), never goes past

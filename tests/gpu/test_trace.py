@@ -220,8 +220,14 @@ def test_cpu_reading_pages_back_faults_and_moves_them(built, shim, workdir, faul
                         {"GPUMEMSHIM_TRACE_FAULTS": faults, "GPUMEMSHIM_POLICY": "off"})
     assert program_json(run)["bad"] == 0
     cpu_faults = len(of(lines, "um", counter="cpu_fault"))
+    # The reads' faults are those after the kernel: the CPU's first writes fault too (774 records on
+    # the H200 for 256 MiB). The driver brings up to 2 MiB back on one fault (the page census saw
+    # 4.0 MiB come back for these 3.9 MiB of pages: two 2 MiB blocks), so reading 1000 neighbouring
+    # pages takes from one fault to one a page, not the N/16 at least issue 29 expected.
+    kernel_end = max(k["end"] for k in of(lines, "kernel"))
+    reads = [u for u in of(lines, "um", counter="cpu_fault") if u["t"] > kernel_end]
     if faults == "1":
-        assert pages / 16 <= cpu_faults <= pages, f"{cpu_faults} CPU faults for {pages} pages read"
+        assert 1 <= len(reads) <= pages, f"{len(reads)} CPU faults for {pages} pages read ({cpu_faults} in all)"
     else:
         assert cpu_faults == 0, "faults are recorded only with GPUMEMSHIM_TRACE_FAULTS"
     back = sum(u["bytes"] for u in of(lines, "um", counter="dtoh"))
