@@ -67,7 +67,7 @@ Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t
     case PolicyKind::auto_: {
       // At most the budget's worth of the movable memory is on the device.
       const uint64_t on_host = managed_in_use > budget.limit ? managed_in_use - budget.limit : 0;
-      if (req.bytes >= cfg.min_size && req.bytes > budget.limit / 4 && !req.recurring) {
+      if (req.bytes >= cfg.min_size && req.bytes > budget.limit / 4 && !(req.recurring && !in_budget)) {
         if (in_budget) return {Where::device, "large: stays"};
         return converted(cfg, Where::managed, on_host, req.bytes, "over budget, large: spilled");
       }

@@ -39,8 +39,9 @@ struct PlacementRequest {
   uint64_t bytes = 0;
   bool capturing = false;       // the stream (or the legacy stream) is being captured into a graph
   bool device_refused = false;  // the driver already said out-of-memory for a device allocation
-  // An allocation of this size was freed before: a buffer made again every step (XLA allocates all
-  // of a jitted step's temporaries as one buffer per run), not an array streamed once a pass.
+  // An allocation of this size, used by many launches, was freed before: a buffer made again every
+  // step (XLA allocates all of a jitted step's temporaries as one buffer per run), not an array
+  // streamed once a pass.
   bool recurring = false;
 };
 
@@ -61,11 +62,12 @@ struct Placement {
 // for one region, and a region that large is mostly streamed (scenarios S1, S3: arrays of half the
 // budget, read once a pass), where reading it over the link costs its bytes once and moving it
 // costs them twice, plus what it evicts; and movable memory costs mappings that ordinary memory
-// does not. But one made again at a size freed before is a step's working memory, read and written
-// many times a step: read over the link, a JAX step of an MLP with 2 GiB of parameters took 3.7 s
-// against 45 ms with no limit (one H200, 2026-11-27, its 1.5 GB temporaries spilled each step), so
-// it is movable like the rest. Only the part of the movable memory beyond the budget needs host memory, so only that
-// counts against the managed limit: a program that fits the card never meets the cap.
+// does not. But one past the budget made again at the size of one freed before that launches used
+// many times is a step's working memory, read and written many times a step: read over the link, a
+// JAX step of an MLP with 2 GiB of parameters took 3.7 s against 45 ms with no limit (one H200,
+// 2026-11-27, its 1.4 GB temporaries spilled each step), so it is movable like the rest. Only the
+// part of the movable memory beyond the budget needs host memory, so only that counts against the
+// managed limit: a program that fits the card never meets the cap.
 Placement place(const PlacementConfig& cfg, const DeviceBudget& budget, uint64_t managed_in_use,
                 const PlacementRequest& req);
 

@@ -1,6 +1,8 @@
 #include "act/census.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 
 #include <mutex>
@@ -20,6 +22,9 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMinBytes = policy::TurnsConfig{}.min_bytes;
+// And larger ones too: a look reads 8 bytes a page, about 5 ms a GiB the CPU holds, under the
+// census's lock on the launch path: past 16 GiB one look would stall launches for 80 ms or more.
+constexpr uint64_t kMaxBytes = 16ull << 30;
 // The looks may take this long before their share of the run is weighed: a short program's first
 // looks (a few milliseconds for a few GiB) are no reason to stop.
 constexpr uint64_t kFreeNs = 50'000'000;
@@ -31,6 +36,7 @@ struct Watched {
   std::vector<uint64_t> bits;  // the page table at the latest look
   uint64_t epoch = 0;          // the synchronisation epoch of its latest look
   bool gpu_used = false;       // a launch used it since its latest look
+  bool gone = false;           // no longer mapped: never looked at again
 };
 
 enum class State : uint8_t { unknown, on, off, done };
@@ -65,9 +71,25 @@ void stop(Census& c, const char* state, const char* why) {
   if (trace::enabled()) trace::census(state, why);
 }
 
+// Whether [base, base + 4096) is still mapped in this process: pagemap reads zeros for a range
+// that is not, which would count every page the CPU held as gone to the GPU (a region the program
+// leaked and the driver unmapped, at cudaDeviceReset or exit).
+bool mapped(uintptr_t base) {
+  unsigned char v = 0;
+  return mincore(reinterpret_cast<void*>(base), kPage, &v) == 0 || errno != ENOMEM;
+}
+
 // Caller holds c.mu. False when the census stopped.
 bool look(Census& c, uintptr_t base, Watched& w, trace::PagesAt at) {
+  if (!trace::enabled()) {  // the trace stopped (a write error): nothing to count for
+    stop(c, "stopped", "the trace stopped");
+    return false;
+  }
   const uint64_t t0 = trace::monotonic_ns();
+  if (!mapped(base)) {
+    w.gone = true;
+    return true;
+  }
   if (!read_cpu_pages(base, w.census.pages(), w.bits.data())) {
     stop(c, "stopped", "the page table could not be read");
     return false;
@@ -94,7 +116,7 @@ void at_exit() {
   std::lock_guard lock(c.mu);
   if (c.state != State::on) return;
   for (auto& [base, w] : c.regions) {
-    if (!look(c, base, w, trace::PagesAt::exit)) return;
+    if (!w.gone && !look(c, base, w, trace::PagesAt::exit)) return;
   }
   c.regions.clear();
   c.state = State::done;
@@ -107,7 +129,7 @@ void census_made(uintptr_t base, uint64_t bytes, int device) {
   // Small regions are left to CUPTI's records, as the turn watcher leaves them alone: their
   // migrations cost little, and the first one would pay for the check of the page table (2 MiB of
   // managed memory of the shim's own, made and moved inside the program's allocation).
-  if (!trace::enabled() || bytes < kMinBytes || base % kPage != 0) return;
+  if (!trace::enabled() || bytes < kMinBytes || bytes > kMaxBytes || base % kPage != 0) return;
   ShimScope scope;
   Census& c = census();
   std::lock_guard lock(c.mu);
@@ -136,13 +158,20 @@ void census_launch_slow() {
   Census& c = census();
   std::lock_guard lock(c.mu);
   if (c.state != State::on) return;
-  // Every region, not only those the launch's arguments name: a kernel reaches managed memory
-  // through pointers no scan sees, and under policy off nothing is scanned at all.
   for (auto& [base, w] : c.regions) {
     // Before its first launch, or after a synchronisation: what the CPU took since.
-    if (w.epoch != c.epoch && !look(c, base, w, trace::PagesAt::launch)) return;
-    w.gpu_used = true;
+    if (!w.gone && w.epoch != c.epoch && !look(c, base, w, trace::PagesAt::launch)) return;
   }
+}
+
+void census_launched_slow() {
+  ShimScope scope;
+  Census& c = census();
+  std::lock_guard lock(c.mu);
+  if (c.state != State::on) return;
+  // Every region, not only those the launch's arguments name: a kernel reaches managed memory
+  // through pointers no scan sees, and under policy off nothing is scanned at all.
+  for (auto& [base, w] : c.regions) w.gpu_used = true;
 }
 
 void census_synchronized_slow() {
@@ -151,7 +180,7 @@ void census_synchronized_slow() {
   std::lock_guard lock(c.mu);
   if (c.state != State::on) return;
   for (auto& [base, w] : c.regions) {
-    if (w.gpu_used && !look(c, base, w, trace::PagesAt::sync)) return;
+    if (!w.gone && w.gpu_used && !look(c, base, w, trace::PagesAt::sync)) return;
   }
   ++c.epoch;  // the CPU may touch any region from here on
 }
@@ -163,7 +192,7 @@ void census_freeing(uintptr_t base) {
   std::lock_guard lock(c.mu);
   auto it = c.regions.find(base);
   if (c.state != State::on || it == c.regions.end()) return;
-  if (!look(c, base, it->second, trace::PagesAt::free)) return;
+  if (!it->second.gone && !look(c, base, it->second, trace::PagesAt::free)) return;
   c.regions.erase(it);
 }
 

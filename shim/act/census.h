@@ -4,10 +4,11 @@
 // when nothing moves them (policy/page_census.h says why CUPTI's records are not enough and what a
 // look cannot see), written as the trace's `pages` lines (shim/trace/FORMAT.md).
 //
-// Regions of 4 MiB or more (smaller ones are left to CUPTI's records). Looks: before a launch (at
+// Regions of 4 MiB to 16 GiB (others are left to CUPTI's records). Looks: before a launch (at
 // a region's first, and the first after a synchronisation: the CPU touches managed memory kernels
 // may use only once it has synchronised; every launch counts as using every region), at each
-// synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize) for the regions
+// synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize, and synchronous
+// copies, which wait for the work before them) for the regions
 // kernels used since, before a region is freed, and at exit. Each look reads the region's whole
 // page table (8 bytes a page); the census stops, and says so, once its looks have taken more than
 // 2% of the run. On where the page table does not follow managed memory (act/cpu_pages.h) it is off,
@@ -30,6 +31,11 @@ extern std::atomic<bool> g_census_on;
 void census_launch_slow();
 inline void census_launch() {
   if (__builtin_expect(g_census_on.load(std::memory_order_relaxed), 0)) census_launch_slow();
+}
+// The launch was queued: every region may be in its kernels' use from here.
+void census_launched_slow();
+inline void census_launched(bool ok) {
+  if (__builtin_expect(g_census_on.load(std::memory_order_relaxed), 0) && ok) census_launched_slow();
 }
 // The program synchronised with the device (the hook's real call succeeded).
 void census_synchronized_slow();

@@ -79,23 +79,28 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict, bool created = false) {
   return made ? Room::now : Room::never;
 }
 
-// The sizes of the latest frees of allocations over a quarter of their device's budget (auto's
-// large ones: policy::PlacementRequest::recurring): a small ring, written and read without a lock
-// (a lost entry costs one allocation its placement as a large one).
+// Working memory of a repeating step (policy::PlacementRequest::recurring): the sizes, with their
+// device, of the latest frees of allocations over a quarter of their device's budget that launches
+// used at least kWorkingUses times (a step's temporaries: XLA's one buffer of them is used by every
+// kernel of the step; an array streamed once a pass is used by a few). A small ring, written and
+// read without a lock (a lost entry costs one allocation its placement as a large one).
 constexpr size_t kRecurSlots = 16;
+constexpr uint32_t kWorkingUses = 8;
 std::atomic<uint64_t> g_freed_sizes[kRecurSlots];
 std::atomic<uint32_t> g_freed_next{0};
 
-uint64_t size_class(uint64_t bytes) { return (bytes + (2ull << 20) - 1) >> 21; }  // 2 MiB steps
+// 2 MiB steps, and the device in the low byte.
+uint64_t size_class(uint64_t bytes, int dev) { return ((bytes + (2ull << 20) - 1) >> 21) << 8 | (static_cast<uint64_t>(dev) & 0xff); }
 
-void note_freed(uint64_t bytes, int dev) {
-  if (dev < 0 || bytes <= budget::limit(dev) / 4) return;
-  g_freed_sizes[g_freed_next.fetch_add(1, std::memory_order_relaxed) % kRecurSlots].store(size_class(bytes),
+void note_freed(const Region& r) {
+  if (r.device < 0 || r.size <= budget::limit(r.device) / 4) return;
+  if (residency_large_uses_freed(r.base) < kWorkingUses) return;
+  g_freed_sizes[g_freed_next.fetch_add(1, std::memory_order_relaxed) % kRecurSlots].store(size_class(r.size, r.device),
                                                                                          std::memory_order_relaxed);
 }
 
-bool freed_before(uint64_t bytes) {
-  const uint64_t c = size_class(bytes);
+bool freed_before(uint64_t bytes, int dev) {
+  const uint64_t c = size_class(bytes, dev);
   for (const auto& s : g_freed_sizes) {
     if (s.load(std::memory_order_relaxed) == c) return true;
   }
@@ -163,7 +168,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.in_graph || (req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread));
-  pr.recurring = freed_before(req.bytes);
+  pr.recurring = freed_before(req.bytes, dev);
   const policy::DeviceBudget within = placement_budget(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
@@ -300,15 +305,13 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
   // Any allocation the policy placed (spilled ones are managed memory too), not the program's own managed memory.
-  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) {
-    note_freed(region->size, region->device);
-  }
+  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) note_freed(*region);
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).
-    if (trace::enabled() && region->placement != Placement::managed) {
+    if (region->placement != Placement::managed) {
       census_freeing(region->base);  // what the CPU took back since the last synchronisation
-      trace::flush_device_records();
+      if (trace::enabled()) trace::flush_device_records();
     }
   }
   CUresult r = CUDA_SUCCESS;

@@ -41,6 +41,9 @@ struct State {
     bool swap;  // movable memory (act/swap.h), else managed memory
   };
   std::unordered_map<uintptr_t, Entry> tracked;
+  // Pointers to each large allocation (over a quarter of the budget) launches' scans found, by its
+  // base: act/placement.cc's rule for allocations made again (residency_large_uses_freed).
+  std::unordered_map<uintptr_t, uint32_t> large_uses;
   // The CPU's turns on the program's own managed memory (act/turns.h).
   TurnWatch turns;
   // GPUMEMSHIM_SWAP_FORECAST: how movable allocations end, the live ones, and per chunk how many
@@ -164,6 +167,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
   auto r = cuda_regions().find(w);
   if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
   trace_region(r->base);
+  if (r->size > budget::limit(dev) / 4) ++s.large_uses[r->base];
   if (words && r->kind == MemKind::managed && r->placement != Placement::managed) words->program_managed = true;
   if (r->placement == Placement::swap) {
     if (words) words->movable.push_back(w);
@@ -592,6 +596,17 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
     g_tracked_lo.store(~uintptr_t{0});
     g_tracked_hi.store(0);
   }
+}
+
+uint32_t residency_large_uses_freed(uintptr_t base) {
+  ShimScope scope;
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  auto it = s.large_uses.find(base);
+  if (it == s.large_uses.end()) return 0;
+  const uint32_t n = it->second;
+  s.large_uses.erase(it);
+  return n;
 }
 
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;

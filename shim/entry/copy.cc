@@ -2,6 +2,7 @@
 // per-thread-default-stream variants of each.
 #include <optional>
 
+#include "act/census.h"
 #include "act/copy.h"
 #include "act/placement.h"
 #include "act/residency.h"
@@ -210,16 +211,19 @@ using namespace gms::entry;
     return CALL;                                                 \
   }
 #define GMS_REAL_CALL(sym, args) [&] { return call_real(GMS_REAL(sym), GMS_UNPAREN args); }
+// A synchronous copy waits for the work before it on its stream: a program may touch managed
+// memory after it as after a synchronisation (act/census.h).
+#define GMS_SYNCED(CALL) [&] { const CUresult r_ = CALL; if (r_ == CUDA_SUCCESS) act::census_synchronized(); return r_; }()
 #define GMS_HTOD(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n), (d, s, n), (addr(d), 0, nullptr, PT), \
-  host_device_copy(act::HostCopyDir::htod, s, d, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+  GMS_SYNCED(host_device_copy(act::HostCopyDir::htod, s, d, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n)))))
 #define GMS_DTOH(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n), (d, s, n), (addr(s), 0, nullptr, PT), \
-  host_device_copy(act::HostCopyDir::dtoh, d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+  GMS_SYNCED(host_device_copy(act::HostCopyDir::dtoh, d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n)))))
 #define GMS_HTOD_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, const void* s, size_t n, CUstream st), (d, s, n, st), (addr(d), 0, st, PT), \
   host_device_copy(act::HostCopyDir::htod, s, d, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
 #define GMS_DTOH_A(sym, PT) GMS_HOST_HOOK(sym, (void* d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(s), 0, st, PT), \
   host_device_copy(act::HostCopyDir::dtoh, d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
 #define GMS_ANY(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), \
-  unified_copy(d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n))))
+  GMS_SYNCED(unified_copy(d, s, n, nullptr, false, PT, GMS_REAL_CALL(sym, (d, s, n)))))
 #define GMS_ANY_A(sym, PT) GMS_HOST_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), (addr(d), addr(s), st, PT), \
   unified_copy(d, s, n, st, true, PT, GMS_REAL_CALL(sym, (d, s, n, st))))
 #define GMS_DTOD(sym, PT) GMS_USES_HOOK(sym, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n), (addr(d), addr(s), nullptr, PT), device_copy(r, d, s, n))

@@ -17,6 +17,7 @@ using namespace gms::entry;
     act::census_launch();                                         \
     PREPARE;                                                      \
     CUresult r = call_real(GMS_REAL(sym), GMS_UNPAREN args);      \
+    act::census_launched(ok(r));                                  \
     FINISH;                                                       \
     observe::launch(LaunchKind::KIND, ok(r));                     \
     return r;                                                     \

@@ -60,6 +60,7 @@ CASES = {
     "truncated": ["truncated.jsonl"],
     "training": ["training.jsonl"],
     "ping_pong": ["ping_pong.jsonl"],
+    "ping_pong_census": ["ping_pong_census.jsonl"],
 }
 PERFETTO_CASES = ("um_faults", "copies", "two_ranks")
 

@@ -1,6 +1,7 @@
 // The aggregation: totals, per site (or API), per region, per kernel, per NVTX range. Copies,
 // registration, decisions and offenders have their own files.
 #include <algorithm>
+#include <unordered_map>
 #include <map>
 #include <tuple>
 
@@ -199,14 +200,17 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
   replay_until(INT64_MAX);
   // A census line names its region by base address: the region made there last before it (a look
   // at a free comes before the free's own line).
-  std::multimap<uint64_t, uint32_t> by_base;
-  for (uint32_t i = 0; i < regions.size(); ++i) by_base.emplace(regions[i].ptr, i);
+  // Per base, its regions in time order (allocs are sorted): a binary search per line.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_base;
+  for (uint32_t i = 0; i < regions.size(); ++i) by_base[regions[i].ptr].push_back(i);
   for (const PagesEvent& e : f.pages) {
     RegionRow* region = nullptr;
-    auto [lo, hi] = by_base.equal_range(e.ptr);
-    for (auto it = lo; it != hi; ++it) {
-      RegionRow& candidate = regions[it->second];
-      if (candidate.alloc_t <= e.t && (!region || candidate.alloc_t > region->alloc_t)) region = &candidate;
+    auto it = by_base.find(e.ptr);
+    if (it != by_base.end()) {
+      const std::vector<uint32_t>& v = it->second;
+      auto after = std::upper_bound(v.begin(), v.end(), e.t,
+                                    [&](int64_t t, uint32_t i) { return t < regions[i].alloc_t; });
+      if (after != v.begin()) region = &regions[*(after - 1)];
     }
     if (region) region->um.add(e);
     else r.unattributed.add(e);
@@ -353,8 +357,9 @@ void UmTally::add(const UmEvent& e, const KnownIds& k) {
 }
 
 void UmTally::add(const PagesEvent& e) {
-  // Within one look, what left the CPU went first: a look at a launch sees the CPU's turn after
-  // the kernels before it, a look at a synchronisation the kernels' pull after the CPU's turn.
+  // Within one look, what left the CPU counts first: at a launch's look, what left did so before
+  // the synchronisation after which the CPU took pages back; at a synchronisation's look, the CPU
+  // took nothing back since the launch's look (it touches managed memory only once synchronised).
   auto way = [this](uint8_t w) {
     if (page_last_way != 0 && page_last_way != w) ++page_turns;
     page_last_way = w;

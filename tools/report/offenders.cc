@@ -152,11 +152,16 @@ void region_problems(const TraceSet& set, const Report& r, std::vector<Offender>
       const int64_t rounds = (turns + 1) / 2;
       o.count = rounds;
       o.bytes = std::max(g.um.migrated(), g.um.page_moved());
-      o.gbps = rate(g.um.migrated(), g.um.migration_ns);
+      const uint64_t recorded = g.um.migrated();
+      o.gbps = rate(recorded, g.um.migration_ns);
       // Read in place over the link (or moved once), none of the moving back and forth is needed:
-      // the time CUPTI's records took, scaled up to the census's bytes where they missed some.
-      o.lost_ns = o.bytes > g.um.migrated() && o.gbps > 0 ? static_cast<int64_t>(static_cast<double>(o.bytes) / o.gbps)
-                                                           : g.um.migration_ns;
+      // the time CUPTI's records took; where the census saw more bytes, those bytes at CUPTI's rate
+      // if its records cover a tenth of them or more, else at the link's bulk rate (a floor: moves
+      // on faults are slower), so that a region only the census saw is still named.
+      const double gbps = o.gbps > 0 && recorded >= o.bytes / 10 ? o.gbps : prefetch;
+      o.lost_ns = o.bytes > recorded && gbps > 0
+                      ? static_cast<int64_t>(std::min(static_cast<double>(o.bytes) / gbps, 1e18))
+                      : g.um.migration_ns;
       o.hint = o.subject + " went to the GPU and back " + human_count(rounds) + " times (" +
                human_bytes(o.bytes / static_cast<uint64_t>(rounds)) + " a round, " + human_duration(o.lost_ns) +
                " moving)" + movers(set, g) +

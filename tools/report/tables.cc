@@ -77,8 +77,10 @@ Table totals_table(const Report& r) {
   // The shim's page census counts what CUPTI's records miss (policy/page_census.h): where it ran,
   // its figures are the ones to read for the program's own managed memory.
   if (t.census == "on" || t.census == "stopped" || t.um.page_moved() > 0) {
-    const std::string floor = t.census == "stopped" ? "at least (the census stopped: " + t.census_why + ")" :
-                                                      "the page table, looked at launches, synchronisations and frees";
+    const std::string floor =
+        t.census == "stopped" ? "at least (the census stopped: " + t.census_why + ")"
+        : t.census == "off"   ? "at least (the census was off in a process: " + t.census_why + ")"
+                              : "the page table, looked at launches, synchronisations and frees";
     row("to the GPU, page table", bytes(t.um.page_to_gpu), floor);
     row("back to the CPU, page table", bytes(t.um.page_to_cpu), floor);
   } else if (t.census == "off") {

@@ -6,7 +6,8 @@
 // - one over a quarter that does not fit is managed memory, and a launch that uses it while the
 //   budget is full of other memory leaves it where it is (no prefetch, nothing evicted for it);
 // - a stream capture's allocation past the budget gets device memory, not out-of-memory;
-// - one over a quarter made again at a size freed before is movable memory;
+// - one over a quarter that does not fit, made again at the size of one freed before, is spilled
+//   again if launches used the freed one once, movable if they used it eight times or more;
 // - a legacy IPC handle is refused for movable memory as the driver refuses it (the runner checks
 //   the one warning that says what to run instead) and given for ordinary memory.
 // Every byte written through a kernel is checked after. The runner checks the shim's statistics.
@@ -90,8 +91,16 @@ int main() {
   }
   fake_cuda_set_capturing(st, 0);
 
-  // Made again at a size freed before: a step's working memory (XLA's temporaries of a jitted
-  // step), movable rather than read over the link.
+  // Made again at the size of one freed before that one launch used: streamed, spilled again.
+  CK(cuMemFree(huge));
+  {
+    Count managed("cuMemAllocManaged");
+    CK(cuMemAlloc(&huge, 8 * MiB));
+    CHECK(managed.added() == 1);
+  }
+  // Made again after eight launches used it: a step's working memory (XLA's temporaries of a
+  // jitted step), movable rather than read over the link.
+  for (int i = 0; i < 8; ++i) CK(launch_fill(huge, 8 * MiB, st));
   CK(cuMemFree(huge));
   {
     Count managed("cuMemAllocManaged"), alloc("cuMemAlloc_v2");
