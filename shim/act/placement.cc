@@ -295,6 +295,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     case Where::out_of_memory:
       break;
   }
+  // Its uses are counted from here: the rule for allocations made again (note_freed).
+  if (p.where != Where::device && req.bytes > within.limit / 4) residency_large_made(static_cast<uintptr_t>(*out));
   if (trace::enabled()) trace::budget(dev);
   return r;
 }

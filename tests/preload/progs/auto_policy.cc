@@ -7,7 +7,8 @@
 //   budget is full of other memory leaves it where it is (no prefetch, nothing evicted for it);
 // - a stream capture's allocation past the budget gets device memory, not out-of-memory;
 // - one over a quarter that does not fit, made again at the size of one freed before, is spilled
-//   again if launches used the freed one once, movable if they used it eight times or more;
+//   again if launches used the freed one once, movable if they used it eight times or more
+//   (graph launches, which no scan sees, count as uses of every large allocation);
 // - a legacy IPC handle is refused for movable memory as the driver refuses it (the runner checks
 //   the one warning that says what to run instead) and given for ordinary memory.
 // Every byte written through a kernel is checked after. The runner checks the shim's statistics.
@@ -111,6 +112,22 @@ int main() {
   CK(launch_fill(huge, 8 * MiB, st));
   CK(cuStreamSynchronize(st));
   CHECK(sevens(huge, 8 * MiB));
+  // Work no scan sees (graph launches: XLA's command buffers) counts as uses too.
+  CUdeviceptr work = 0;
+  {
+    Count managed("cuMemAllocManaged");
+    CK(cuMemAlloc(&work, 10 * MiB));
+    CHECK(managed.added() == 1);
+  }
+  CUgraphExec graph = reinterpret_cast<CUgraphExec>(&work);  // the stand-in takes any handle
+  for (int i = 0; i < 8; ++i) CK(cuGraphLaunch(graph, st));
+  CK(cuMemFree(work));
+  {
+    Count managed("cuMemAllocManaged");
+    CK(cuMemAlloc(&work, 10 * MiB));
+    CHECK(managed.added() == 0);
+  }
+  CK(cuMemFree(work));
   CK(cuMemFree(huge));
   CK(cuMemFree(large));
   CK(cuMemFree(small));
