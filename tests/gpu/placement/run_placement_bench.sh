@@ -73,6 +73,8 @@ echo "== S3: numba, 3 x 4 GB float64, device limit 8G" | tee -a "$OUT/placement_
 row "S3 (a) off, limit 8G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (b) spill, prefetch off" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_PREFETCH=off GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (c) spill, prefetch on" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
+# The default: issue 25 asks that streaming programs run under auto no slower than under spill.
+row "S3 (f) auto, the default" "$(run shim GPUMEMSHIM_DEVICE_LIMIT=8G python3 $P/s3_numba.py plain)"
 row "S3 (d) hand-chunked pipeline (no shim)" "$(run python3 $P/s3_numba.py chunked)"
 # The program written for managed memory, no hints: pages migrate on faults (12 GB managed, no shim).
 row "S3 (e) fault-driven managed memory (no shim)" "$(run python3 $P/s3_numba.py managed)"
@@ -85,6 +87,7 @@ echo "== S1: CuPy, 4 x 2 GiB .npy files (mmap r+), device limit 4G" | tee -a "$O
 mkdir -p /tmp/s1data
 row "S1 off, limit 4G (expect out-of-memory)" "$(run shim GPUMEMSHIM_POLICY=off GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
 row "S1 spill, limit 4G" "$(run shim GPUMEMSHIM_POLICY=spill GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
+row "S1 auto (the default), limit 4G" "$(run shim GPUMEMSHIM_DEVICE_LIMIT=4G python3 $P/s1_cupy.py /tmp/s1data)"
 row "S1 no shim, no limit" "$(run python3 $P/s1_cupy.py /tmp/s1data)"
 
 fi
