@@ -14,6 +14,7 @@
 #include "core/runtime.h"
 #include "act/census.h"
 #include "act/host_alloc.h"
+#include "act/made_again.h"
 #include "act/residency.h"
 #include "act/tables.h"
 #include "act/swap.h"
@@ -79,34 +80,6 @@ Room room_for_swap(int dev, uint64_t bytes, bool evict, bool created = false) {
   return made ? Room::now : Room::never;
 }
 
-// Working memory of a repeating step (policy::PlacementRequest::recurring): the sizes, with their
-// device, of the latest frees of allocations over a quarter of their device's budget that launches
-// used at least kWorkingUses times (a step's temporaries: XLA's one buffer of them is used by every
-// kernel of the step; an array streamed once a pass is used by a few). A small ring, written and
-// read without a lock (a lost entry costs one allocation its placement as a large one).
-constexpr size_t kRecurSlots = 16;
-constexpr uint32_t kWorkingUses = 8;
-std::atomic<uint64_t> g_freed_sizes[kRecurSlots];
-std::atomic<uint32_t> g_freed_next{0};
-
-// 2 MiB steps, and the device in the low byte.
-uint64_t size_class(uint64_t bytes, int dev) { return ((bytes + (2ull << 20) - 1) >> 21) << 8 | (static_cast<uint64_t>(dev) & 0xff); }
-
-void note_freed(const Region& r) {
-  if (r.device < 0 || r.size <= budget::limit(r.device) / 4) return;
-  if (residency_large_uses_freed(r.base) < kWorkingUses) return;
-  g_freed_sizes[g_freed_next.fetch_add(1, std::memory_order_relaxed) % kRecurSlots].store(size_class(r.size, r.device),
-                                                                                         std::memory_order_relaxed);
-}
-
-bool freed_before(uint64_t bytes, int dev) {
-  const uint64_t c = size_class(bytes, dev);
-  for (const auto& s : g_freed_sizes) {
-    if (s.load(std::memory_order_relaxed) == c) return true;
-  }
-  return false;
-}
-
 void say_refused(const AllocRequest& req, int dev, const char* reason) {
   Line l;
   l.str("refused ").bytes(req.bytes).str(" on device ").i64(dev).str(": ").str(reason).str(" (device budget ")
@@ -168,7 +141,7 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.in_graph || (req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread));
-  pr.recurring = freed_before(req.bytes, dev);
+  pr.recurring = made_again(req.bytes, dev);
   const policy::DeviceBudget within = placement_budget(dev);
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
@@ -295,8 +268,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
     case Where::out_of_memory:
       break;
   }
-  // Its uses are counted from here: the rule for allocations made again (note_freed).
-  if (p.where != Where::device && req.bytes > within.limit / 4) residency_large_made(static_cast<uintptr_t>(*out));
+  // Its uses are counted from here: the rule for allocations made again (act/made_again.h).
+  if (p.where != Where::device && req.bytes > within.limit / 4) large_made(static_cast<uintptr_t>(*out));
   if (trace::enabled()) trace::budget(dev);
   return r;
 }
@@ -307,7 +280,7 @@ CUresult free(CUdeviceptr p, Family family, CUstream stream, bool stream_ordered
   auto region = observe::region_release(static_cast<uintptr_t>(p));
   if (region) tables::freed(region->base, region->size);  // a later allocation there holds no addresses
   // Any allocation the policy placed (spilled ones are managed memory too), not the program's own managed memory.
-  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) note_freed(*region);
+  if (region && (region->kind != MemKind::managed || region->placement == Placement::managed)) large_freed(*region);
   if (region && region->kind == MemKind::managed) {
     residency_forget(region->base);
     // The program's own managed memory, which its CPU may have touched (the shim's spills it never does).

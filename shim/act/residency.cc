@@ -11,6 +11,7 @@
 #include "act/config.h"
 #include "act/cpu_pages.h"
 #include "act/layouts.h"
+#include "act/made_again.h"
 #include "act/turns.h"
 #include "act/swap.h"
 #include "act/tables.h"
@@ -41,14 +42,6 @@ struct State {
     bool swap;  // movable memory (act/swap.h), else managed memory
   };
   std::unordered_map<uintptr_t, Entry> tracked;
-  // Uses of each large allocation (over a quarter of the budget), by its base: the pointers to it
-  // launches' scans found, and the work no scan sees since it was made (graph launches: XLA's
-  // command buffers), which may use it. act/placement.cc's rule for allocations made again.
-  struct LargeUses {
-    uint32_t scans = 0;
-    uint64_t unscanned_at = 0;  // g_unscanned_work when it was made (or first seen)
-  };
-  std::unordered_map<uintptr_t, LargeUses> large_uses;
   // The CPU's turns on the program's own managed memory (act/turns.h).
   TurnWatch turns;
   // GPUMEMSHIM_SWAP_FORECAST: how movable allocations end, the live ones, and per chunk how many
@@ -123,14 +116,12 @@ struct LaunchTrace {
 };
 thread_local LaunchTrace t_trace __attribute__((tls_model("initial-exec"))) = {};
 std::atomic<uint64_t> g_launch_seq{0};
-std::atomic<uint64_t> g_unscanned_work{0};  // work no scan sees, so far
 
 void trace_region(uintptr_t base) {
   if (!t_trace.collecting || t_trace.n == LaunchTrace::kMax) return;
   if (std::find(t_trace.regions, t_trace.regions + t_trace.n, base) != t_trace.regions + t_trace.n) return;
   t_trace.regions[t_trace.n++] = base;
 }
-
 
 bool learning() { return options().swap_learn.value && movable_policy(); }
 
@@ -173,11 +164,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
   auto r = cuda_regions().find(w);
   if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
   trace_region(r->base);
-  if (r->size > budget::limit(dev) / 4) {
-    auto [it, fresh] = s.large_uses.try_emplace(r->base);
-    if (fresh) it->second.unscanned_at = g_unscanned_work.load(std::memory_order_relaxed);
-    ++it->second.scans;
-  }
+  if (r->size > budget::limit(dev) / 4) large_used(r->base);
   if (words && r->kind == MemKind::managed && r->placement != Placement::managed) words->program_managed = true;
   if (r->placement == Placement::swap) {
     if (words) words->movable.push_back(w);
@@ -608,24 +595,6 @@ void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t)) {
   }
 }
 
-void residency_large_made(uintptr_t base) {
-  ShimScope scope;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  s.large_uses[base] = State::LargeUses{0, g_unscanned_work.load(std::memory_order_relaxed)};
-}
-
-uint32_t residency_large_uses_freed(uintptr_t base) {
-  ShimScope scope;
-  State& s = state();
-  std::lock_guard lock(s.mu);
-  auto it = s.large_uses.find(base);
-  if (it == s.large_uses.end()) return 0;
-  const uint64_t n = it->second.scans + (g_unscanned_work.load(std::memory_order_relaxed) - it->second.unscanned_at);
-  s.large_uses.erase(it);
-  return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n);
-}
-
 thread_local bool t_launch_open __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_launch_traced __attribute__((tls_model("initial-exec"))) = false;
 
@@ -783,7 +752,7 @@ void before_pointer_query_slow(uintptr_t p) {
 }
 
 bool before_unscanned_slow() {
-  g_unscanned_work.fetch_add(1, std::memory_order_relaxed);
+  unscanned_work();
   if (!movable_policy()) return false;
   ShimScope scope;
   // Under the residency lock, as every window opens: a round of moves waiting for the windows to

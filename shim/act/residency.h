@@ -24,12 +24,6 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what = T
 // With `only_if`, only when it is true for `base` under the residency lock (a movable chunk that
 // holds nothing live: another thread may have placed an allocation there since).
 void residency_forget(uintptr_t base, bool (*only_if)(uintptr_t) = nullptr);
-// A large allocation (over a quarter of its device's budget) was made at `base`; and it is being
-// freed: how many uses it had (each pointer to it the scans of launches found, and each piece of
-// work no scan sees, such as a graph launch, since it was made), and forgotten. What tells a step's
-// working memory (many kernels) from an array streamed once.
-void residency_large_made(uintptr_t base);
-uint32_t residency_large_uses_freed(uintptr_t base);
 // The program advised the managed memory at `p` itself (cuMemAdvise): its own placement wins, so
 // the CPU's turns on that region are no longer watched (and a region kept on the host for them is
 // the planner's again).
