@@ -13,6 +13,7 @@
 #include "core/guard.h"
 #include "policy/page_census.h"
 #include "policy/turns.h"
+#include "trace/trace.h"
 
 namespace gms::act {
 

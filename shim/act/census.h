@@ -11,12 +11,10 @@
 // copies, which wait for the work before them) for the regions
 // kernels used since, before a region is freed, and at exit. Each look reads the region's whole
 // page table (8 bytes a page); the census stops, and says so, once its looks have taken more than
-// 2% of the run. On where the page table does not follow managed memory (act/cpu_pages.h) it is off,
+// 2% of the run. Where the page table does not follow managed memory (act/cpu_pages.h) it is off,
 // and says so. Everything here is a no-op unless the trace is on.
-#include <cstddef>
+#include <atomic>
 #include <cstdint>
-
-#include "trace/trace.h"
 
 namespace gms::act {
 
