@@ -141,8 +141,8 @@ CUresult allocate(const AllocRequest& req, CUdeviceptr* out, CUresult (*device_a
   policy::PlacementRequest pr;
   pr.bytes = req.bytes;
   pr.capturing = req.in_graph || (req.stream_ordered && driver::stream_capturing(req.stream, req.per_thread));
-  pr.recurring = made_again(req.bytes, dev);
   const policy::DeviceBudget within = placement_budget(dev);
+  pr.recurring = req.bytes > within.limit / 4 && made_again(req.bytes, dev);  // only large ones ask
   policy::Placement p = policy::place(cfg, within, ledger().created(), pr);
 
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
