@@ -199,8 +199,8 @@ void attribute_regions(const TraceSet& set, size_t fi, const SiteKeys& keys, Rep
   }
   replay_until(INT64_MAX);
   // A census line names its region by base address: the region made there last before it (a look
-  // at a free comes before the free's own line).
-  // Per base, its regions in time order (allocs are sorted): a binary search per line.
+  // at a free comes before the free's own line), found by a binary search over that base's regions
+  // in time order (allocs are sorted).
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_base;
   for (uint32_t i = 0; i < regions.size(); ++i) by_base[regions[i].ptr].push_back(i);
   for (const PagesEvent& e : f.pages) {
