@@ -54,4 +54,27 @@ std::string torch_alloc_conf(const char* user) {
   return out;
 }
 
+std::string xla_flags(const char* user) {
+  constexpr std::string_view kOff = "--xla_gpu_enable_command_buffer=";
+  const std::string_view have = user ? trim(user) : std::string_view();
+  std::string_view rest = have;
+  while (!rest.empty()) {
+    size_t end = 0;
+    while (end < rest.size() && !std::isspace(static_cast<unsigned char>(rest[end]))) ++end;
+    std::string_view name = rest.substr(0, end);
+    rest = trim(rest.substr(end));
+    // XLA takes one or two dashes before a flag's name.
+    if (name.starts_with("--")) {
+      name.remove_prefix(2);
+    } else if (name.starts_with("-")) {
+      name.remove_prefix(1);
+    } else {
+      continue;
+    }
+    name = name.substr(0, name.find('='));
+    if (name == "xla_gpu_enable_command_buffer" || name == "flagfile") return {};
+  }
+  return have.empty() ? std::string(kOff) : std::string(have) + " " + std::string(kOff);
+}
+
 }  // namespace gms::policy

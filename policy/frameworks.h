@@ -24,4 +24,16 @@ namespace gms::policy {
 // - a backend chosen, or a malformed expandable_segments entry: left alone.
 std::string torch_alloc_conf(const char* user);
 
+// XLA's flags (XLA_FLAGS, space-separated --name=value) under a policy that makes movable memory
+// and a device limit. `user`: what the program set (null: nothing). Returns the value to set, or
+// an empty string to leave the variable as it is.
+// - XLA's command buffers off (--xla_gpu_enable_command_buffer= added): XLA runs a jitted step's
+//   kernels as one CUDA graph launch, whose pointers no scan sees, so nothing can move within the
+//   step: past the budget the memory left on the host was read over the link by every kernel, and
+//   an optax step took 4.7x its unlimited time, 1.7x without them (docs/design/policies.md,
+//   "Frameworks' allocators"). Steps of many small kernels pay for it (0.4 against 0.9 ms), so the
+//   shim asks it only under a device limit.
+// - left alone when the program names that flag itself, or a --flagfile (which may).
+std::string xla_flags(const char* user);
+
 }  // namespace gms::policy

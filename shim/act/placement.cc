@@ -99,6 +99,16 @@ void placement_init() {
     setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async", 0);
   }
   if (!movable_policy()) return;
+  // XLA's command buffers run a jitted step as one graph launch, which nothing can move memory
+  // within (policy/frameworks.h); without them steps of small kernels take longer, so they go only
+  // where a device limit says the program is expected to outgrow it.
+  const std::string xla = placement_config().limit_enforced ? policy::xla_flags(env_value(Env::xla_flags)) : std::string();
+  if (!xla.empty()) {
+    setenv("XLA_FLAGS", xla.c_str(), 1);
+    Line l;
+    l.str("XLA_FLAGS=").str(xla.c_str()).str(", so that the shim sees each kernel of a jitted step and can move memory between them");
+    log(LogLevel::info, l);
+  }
   // PyTorch's allocator: what to ask and why in policy/frameworks.h (and
   // docs/analysis/swap-notes.md, "PyTorch's allocator").
   auto choose = [](const char* name, const char* user) {

@@ -818,6 +818,30 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(seen({"PYTORCH_CUDA_ALLOC_CONF": "backend:native"}), "cuda_async|backend:native")
         self.assertEqual(seen({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}), "platform|backend:cudaMallocAsync")
 
+    def test_xla_command_buffers(self):
+        # Under the movable policies and a device limit XLA launches a jitted step's kernels one
+        # by one (command buffers off), its other flags kept, unless the program names that flag
+        # or a flag file. Without a limit, command buffers stay (small kernels run faster in them).
+        def seen(env, limit="64M"):
+            e = self.base_env(None)
+            e.pop("XLA_FLAGS", None)
+            if limit:
+                e["GPUMEMSHIM_DEVICE_LIMIT"] = limit
+            e.update(env)
+            e["LD_PRELOAD"] = self.preload_list()
+            out = subprocess.run(["sh", "-c", 'echo "[$XLA_FLAGS]"'], env=e, capture_output=True, text=True, timeout=60)
+            return out.stdout.strip()
+        off = "--xla_gpu_enable_command_buffer="
+        self.assertEqual(seen({}), f"[{off}]")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "swap"}), f"[{off}]")
+        self.assertEqual(seen({}, limit=None), "[]")
+        self.assertEqual(seen({"XLA_FLAGS": "--a=1"}, limit=None), "[--a=1]")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill"}), "[]")
+        self.assertEqual(seen({"GPUMEMSHIM_POLICY": "off"}), "[]")
+        self.assertEqual(seen({"XLA_FLAGS": "--xla_gpu_autotune_level=0"}), f"[--xla_gpu_autotune_level=0 {off}]")
+        self.assertEqual(seen({"XLA_FLAGS": "--xla_gpu_enable_command_buffer=FUSION"}), "[--xla_gpu_enable_command_buffer=FUSION]")
+        self.assertEqual(seen({"XLA_FLAGS": "--flagfile=/nonexistent"}), "[--flagfile=/nonexistent]")
+
     def test_pools_under_the_budget(self):
         # Stream-ordered allocations from the device's pool: the budget holds as for any allocation
         # (progs/pools.cc checks the calls): spilled past it, refused under off.

@@ -32,5 +32,27 @@ TEST(TorchAllocConf, AChosenBackendIsLeftAlone) {
   EXPECT_EQ(torch_alloc_conf("expandable_segments"), "") << "no value: PyTorch's business";
 }
 
+TEST(XlaFlags, NothingSetTurnsCommandBuffersOff) {
+  EXPECT_EQ(xla_flags(nullptr), "--xla_gpu_enable_command_buffer=");
+  EXPECT_EQ(xla_flags(""), "--xla_gpu_enable_command_buffer=");
+  EXPECT_EQ(xla_flags("   "), "--xla_gpu_enable_command_buffer=");
+}
+
+TEST(XlaFlags, OtherFlagsAreKept) {
+  EXPECT_EQ(xla_flags("--xla_gpu_autotune_level=0"), "--xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer=");
+  EXPECT_EQ(xla_flags(" --a=1  --b=2 "), "--a=1  --b=2 --xla_gpu_enable_command_buffer=");
+  EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer_extra=1"),
+            "--xla_gpu_enable_command_buffer_extra=1 --xla_gpu_enable_command_buffer=")
+      << "another flag that starts with the same name";
+}
+
+TEST(XlaFlags, TheProgramsOwnChoiceIsLeftAlone) {
+  EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer=FUSION,CUBLAS"), "");
+  EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer="), "");
+  EXPECT_EQ(xla_flags("-xla_gpu_enable_command_buffer=FUSION"), "") << "one dash is a flag too";
+  EXPECT_EQ(xla_flags("--a=1 --xla_gpu_enable_command_buffer"), "");
+  EXPECT_EQ(xla_flags("--flagfile=/etc/xla.flags"), "") << "a flag file may name it";
+}
+
 }  // namespace
 }  // namespace gms::policy
