@@ -57,24 +57,32 @@ std::string torch_alloc_conf(const char* user) {
 std::string xla_flags(const char* user) {
   constexpr std::string_view kOff = "--xla_gpu_enable_command_buffer=";
   const std::string_view have = user ? trim(user) : std::string_view();
-  std::string_view rest = have;
-  while (!rest.empty()) {
-    size_t end = 0;
-    while (end < rest.size() && !std::isspace(static_cast<unsigned char>(rest[end]))) ++end;
-    std::string_view name = rest.substr(0, end);
-    rest = trim(rest.substr(end));
-    // XLA takes one or two dashes before a flag's name.
-    if (name.starts_with("--")) {
-      name.remove_prefix(2);
-    } else if (name.starts_with("-")) {
-      name.remove_prefix(1);
-    } else {
+  if (have.empty()) return std::string(kOff);
+  // Read as XLA reads it: a value not starting with '-' names a file of flags; flags are
+  // --name[=value], a value may hold spaces within double quotes, and XLA stops at the first word
+  // that is not a flag. Anything else (a file, a stray word, an open quote) is left as it is: the
+  // shim's flag would land where XLA does not read it, or change what the program's flags mean.
+  if (have.front() != '-') return {};
+  size_t at = 0;
+  while (at < have.size()) {
+    if (std::isspace(static_cast<unsigned char>(have[at]))) {
+      ++at;
       continue;
     }
-    name = name.substr(0, name.find('='));
-    if (name == "xla_gpu_enable_command_buffer" || name == "flagfile") return {};
+    const size_t start = at;
+    bool quoted = false;
+    for (; at < have.size() && (quoted || !std::isspace(static_cast<unsigned char>(have[at]))); ++at) {
+      if (have[at] == '"') quoted = !quoted;
+    }
+    if (quoted) return {};
+    std::string_view word = have.substr(start, at - start);
+    if (!word.starts_with("--")) return {};
+    word.remove_prefix(2);
+    const std::string_view name = word.substr(0, word.find('='));
+    // The program's own choice of command buffers; xla_gpu_graph_level is the older flag for them.
+    if (name == "xla_gpu_enable_command_buffer" || name == "xla_gpu_graph_level") return {};
   }
-  return have.empty() ? std::string(kOff) : std::string(have) + " " + std::string(kOff);
+  return std::string(have) + " " + std::string(kOff);
 }
 
 }  // namespace gms::policy

@@ -31,9 +31,11 @@ std::string torch_alloc_conf(const char* user);
 //   kernels as one CUDA graph launch, whose pointers no scan sees, so nothing can move within the
 //   step: past the budget the memory left on the host was read over the link by every kernel, and
 //   an optax step took 4.7x its unlimited time, 1.7x without them (docs/design/policies.md,
-//   "Frameworks' allocators"). Steps of many small kernels pay for it (0.4 against 0.9 ms), so the
-//   shim asks it only under a device limit.
-// - left alone when the program names that flag itself, or a --flagfile (which may).
+//   "Frameworks' allocators"). Steps of many small kernels pay for it (0.4 ms against 0.7 to 0.9),
+//   so the shim asks it only under a device limit.
+// - left alone when the program chooses command buffers itself (that flag, or the older
+//   --xla_gpu_graph_level), when the value names a file of flags (it does not start with '-'),
+//   and where XLA would not read an added flag (after a word that is not a flag, or an open quote).
 std::string xla_flags(const char* user);
 
 }  // namespace gms::policy

@@ -820,8 +820,9 @@ class PreloadPlacement(PreloadCase):
 
     def test_xla_command_buffers(self):
         # Under the movable policies and a device limit XLA launches a jitted step's kernels one
-        # by one (command buffers off), its other flags kept, unless the program names that flag
-        # or a flag file. Without a limit, command buffers stay (small kernels run faster in them).
+        # by one (command buffers off), its other flags kept, unless the program chose command
+        # buffers itself or XLA_FLAGS names a file of flags. Without a limit, command buffers stay
+        # (small kernels run faster in them).
         def seen(env, limit="64M"):
             e = self.base_env(None)
             e.pop("XLA_FLAGS", None)
@@ -840,7 +841,7 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "off"}), "[]")
         self.assertEqual(seen({"XLA_FLAGS": "--xla_gpu_autotune_level=0"}), f"[--xla_gpu_autotune_level=0 {off}]")
         self.assertEqual(seen({"XLA_FLAGS": "--xla_gpu_enable_command_buffer=FUSION"}), "[--xla_gpu_enable_command_buffer=FUSION]")
-        self.assertEqual(seen({"XLA_FLAGS": "--flagfile=/nonexistent"}), "[--flagfile=/nonexistent]")
+        self.assertEqual(seen({"XLA_FLAGS": "/etc/xla.flags"}), "[/etc/xla.flags]")
 
     def test_pools_under_the_budget(self):
         # Stream-ordered allocations from the device's pool: the budget holds as for any allocation

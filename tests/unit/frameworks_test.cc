@@ -44,14 +44,22 @@ TEST(XlaFlags, OtherFlagsAreKept) {
   EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer_extra=1"),
             "--xla_gpu_enable_command_buffer_extra=1 --xla_gpu_enable_command_buffer=")
       << "another flag that starts with the same name";
+  EXPECT_EQ(xla_flags("--xla_dump_to=\"/tmp/a b\" --c"), "--xla_dump_to=\"/tmp/a b\" --c --xla_gpu_enable_command_buffer=")
+      << "a quoted value with a space is one flag";
 }
 
 TEST(XlaFlags, TheProgramsOwnChoiceIsLeftAlone) {
   EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer=FUSION,CUBLAS"), "");
   EXPECT_EQ(xla_flags("--xla_gpu_enable_command_buffer="), "");
-  EXPECT_EQ(xla_flags("-xla_gpu_enable_command_buffer=FUSION"), "") << "one dash is a flag too";
   EXPECT_EQ(xla_flags("--a=1 --xla_gpu_enable_command_buffer"), "");
-  EXPECT_EQ(xla_flags("--flagfile=/etc/xla.flags"), "") << "a flag file may name it";
+  EXPECT_EQ(xla_flags("--xla_gpu_graph_level=2"), "") << "the older flag for command buffers";
+}
+
+TEST(XlaFlags, WhatXlaWouldNotReadAfterIsLeftAlone) {
+  EXPECT_EQ(xla_flags("/etc/xla.flags"), "") << "a value that does not start with '-' names a file of flags";
+  EXPECT_EQ(xla_flags("--a=1 stray"), "") << "XLA stops at a word that is not a flag";
+  EXPECT_EQ(xla_flags("-xla_gpu_autotune_level=0"), "") << "one dash is no flag to XLA";
+  EXPECT_EQ(xla_flags("--xla_dump_to=\"/tmp/abc"), "") << "an open quote would swallow the added flag";
 }
 
 }  // namespace
