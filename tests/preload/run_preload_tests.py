@@ -788,16 +788,20 @@ class PreloadPlacement(PreloadCase):
         self.assertEqual(len(ipc), 1, run.stderr)
         self.assertIn("GPUMEMSHIM_POLICY=spill", ipc[0])
 
+    def framework_settings(self, env, shown):
+        """What a program started under the shim with `env` finds in its environment: the shell
+        expansion `shown` (the variables the shim sets for frameworks at load)."""
+        e = self.base_env(None)
+        e.update(env)
+        e["LD_PRELOAD"] = self.preload_list()
+        out = subprocess.run(["sh", "-c", f'echo "{shown}"'], env=e, capture_output=True, text=True, timeout=60)
+        return out.stdout.strip()
+
     def test_framework_allocators(self):
         # At load the shim asks JAX (every policy but off) and PyTorch (movable policies) for
         # allocators whose every buffer it sees, unless the program configures them itself.
         def seen(env):
-            e = self.base_env(None)
-            e.update(env)
-            e["LD_PRELOAD"] = self.preload_list()
-            out = subprocess.run(["sh", "-c", 'echo "$XLA_PYTHON_CLIENT_ALLOCATOR|$PYTORCH_CUDA_ALLOC_CONF"'], env=e,
-                                 capture_output=True, text=True, timeout=60)
-            return out.stdout.strip()
+            return self.framework_settings(env, "$XLA_PYTHON_CLIENT_ALLOCATOR|$PYTORCH_CUDA_ALLOC_CONF")
         self.assertEqual(seen({}), "cuda_async|backend:cudaMallocAsync")
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "spill"}), "cuda_async|")
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "off"}), "|")
@@ -824,14 +828,11 @@ class PreloadPlacement(PreloadCase):
         # buffers itself or XLA_FLAGS names a file of flags. Without a limit, command buffers stay
         # (small kernels run faster in them).
         def seen(env, limit="64M"):
-            e = self.base_env(None)
-            e.pop("XLA_FLAGS", None)
+            # XLA_FLAGS empty is nothing set (the machine's own would be kept as the program's).
+            base = {"XLA_FLAGS": ""}
             if limit:
-                e["GPUMEMSHIM_DEVICE_LIMIT"] = limit
-            e.update(env)
-            e["LD_PRELOAD"] = self.preload_list()
-            out = subprocess.run(["sh", "-c", 'echo "[$XLA_FLAGS]"'], env=e, capture_output=True, text=True, timeout=60)
-            return out.stdout.strip()
+                base["GPUMEMSHIM_DEVICE_LIMIT"] = limit
+            return self.framework_settings({**base, **env}, "[$XLA_FLAGS]")
         off = "--xla_gpu_enable_command_buffer="
         self.assertEqual(seen({}), f"[{off}]")
         self.assertEqual(seen({"GPUMEMSHIM_POLICY": "swap"}), f"[{off}]")
