@@ -29,10 +29,10 @@ std::string torch_alloc_conf(const char* user);
 // an empty string to leave the variable as it is.
 // - XLA's command buffers off (--xla_gpu_enable_command_buffer= added): XLA runs a jitted step's
 //   kernels as one CUDA graph launch, whose pointers no scan sees, so nothing can move within the
-//   step: past the budget the memory left on the host was read over the link by every kernel, and
-//   an optax step took 4.7x its unlimited time, 1.7x without them (docs/design/policies.md,
-//   "Frameworks' allocators"). Steps of many small kernels pay for it (0.4 ms against 0.7 to 0.9),
-//   so the shim asks it only under a device limit.
+//   step: past the budget the memory left on the host was read over the link by every kernel, an
+//   optax step several times slower than without them (docs/design/policies.md, "Frameworks'
+//   allocators"). Steps of many small kernels run slower without them, so the shim asks it only
+//   under a device limit.
 // - left alone when the program chooses command buffers itself (that flag, or the older
 //   --xla_gpu_graph_level), when the value names a file of flags (it does not start with '-'),
 //   and where XLA would not read an added flag (after a word that is not a flag, or an open quote).
