@@ -5,6 +5,8 @@
 #include "act/host_pool.h"
 #include "act/placement.h"
 #include "core/runtime.h"
+#include "driver/calls.h"
+#include "common.h"
 #include "trace/cuda_backend.h"
 #include "trace/trace.h"
 
@@ -24,6 +26,17 @@ __attribute__((destructor)) void gms_unload() {
   gms::runtime_report();
 }
 }  // namespace
+
+// The program's first driver call, in practice: a traced program's CUPTI starts here, before a
+// framework sets up a copy of its own. JAX's CUDA plugin loads the libcupti of its wheel and XLA
+// takes CUPTI's one subscriber (CUDA 13.0) before its first allocation, the trace's first event;
+// the trace then had no kernel at all (tools/report/README.md, "JAX: no CUPTI records").
+GMS_EXPORT CUresult cuInit(unsigned int flags) {
+  if (::gms::in_shim()) return gms::driver::call_real(GMS_REAL(cuInit), flags);
+  CUresult r = gms::driver::call_real(GMS_REAL(cuInit), flags);
+  if (r == CUDA_SUCCESS && gms::trace::enabled()) gms::trace::begin();
+  return r;
+}
 
 // Flushes CUPTI's records and the shim's events to the trace file now: 0 when written, -1 when the
 // process is not tracing. For programs that leave with _exit, or get killed, at a known point.

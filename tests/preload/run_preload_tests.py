@@ -165,7 +165,7 @@ class Expect:
         return self
 
     def every_hook(self):
-        """progs/procaddr.cc every_hook(): each of the 160 hooked implementations once."""
+        """progs/procaddr.cc every_hook(): each of the 161 hooked implementations once."""
         S, vmm, pitched = 4096, 2 * MiB, 512 * 16
         self.alloc("mem_alloc", "device", S)                  # cuMemAlloc_v2
         self.alloc("mem_alloc", "device", pitched)            # cuMemAllocPitch_v2: 256 x 16, pitch 512
@@ -436,7 +436,7 @@ class PreloadProcAddress(PreloadCase):
 
     def test_proc_address(self):
         run = self.run_program("procaddr")
-        self.assertIn("160 hooked implementations called", run.stdout)
+        self.assertIn("161 hooked implementations called", run.stdout)
         e = Expect().workload(64 * KiB)   # flags 0
         e.workload(64 * KiB)              # flags 2
         e.every_hook()

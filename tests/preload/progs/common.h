@@ -165,7 +165,7 @@ inline void check_hooked(const void* p, bool shim, const char* what) {
 // X(field, PFN type, base name, version, default-stream implementation, per-thread implementation, hooked,
 //   calls the workload makes)
 #define PRELOAD_API(X)                                                                                            \
-  X(init, PFN_cuInit_v2000, "cuInit", 2000, "cuInit", "cuInit", false, 1)                                          \
+  X(init, PFN_cuInit_v2000, "cuInit", 2000, "cuInit", "cuInit", true, 1)                                           \
   X(device_get, PFN_cuDeviceGet_v2000, "cuDeviceGet", 2000, "cuDeviceGet", "cuDeviceGet", false, 1)               \
   X(ctx_retain, PFN_cuDevicePrimaryCtxRetain_v7000, "cuDevicePrimaryCtxRetain", 7000, "cuDevicePrimaryCtxRetain", \
     "cuDevicePrimaryCtxRetain", false, 1)                                                                          \

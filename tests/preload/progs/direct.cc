@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
 #ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM  // there cuGetProcAddress is an inline wrapper in cuda.h
   preload::check_hooked(reinterpret_cast<void*>(&cuGetProcAddress), shim, "cuGetProcAddress");
 #endif
-  preload::check_hooked(reinterpret_cast<void*>(&cuInit), false, "cuInit");  // not hooked
+  preload::check_hooked(reinterpret_cast<void*>(&cuInit), shim, "cuInit");
 
   preload::run_workload_checked(preload::Linked{}, n, &fake_cuda_calls, kPerThread);
   std::printf("direct%s: ok\n", kPerThread ? " (per-thread default stream)" : "");

@@ -656,6 +656,9 @@ void every_hook(CUcontext ctx, CUstream s) {
   ONE(cuMemAdvise, PFN_cuMemAdvise_v8000, m1, S, CU_MEM_ADVISE_SET_READ_MOSTLY, 0);
   ONE(cuMemAdvise_v2, PFN_cuMemAdvise_v12020, m1, S, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc);
 
+  // ---- initialisation (again: the driver takes it any number of times)
+  ONE(cuInit, PFN_cuInit_v2000, 0u);
+
   // ---- synchronisations
   ONE(cuCtxSynchronize, PFN_cuCtxSynchronize_v2000);
   ONE(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000, ctx);
