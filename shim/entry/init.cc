@@ -27,14 +27,14 @@ __attribute__((destructor)) void gms_unload() {
 }
 }  // namespace
 
-// The program's first driver call, in practice: a traced program's CUPTI starts here, before a
-// framework sets up a copy of its own. JAX's CUDA plugin loads the libcupti of its wheel and XLA
+// The program's first driver call, in practice: a traced program's CUPTI starts here (the file at
+// its first event), before a framework sets up a copy of its own. JAX's CUDA plugin loads the libcupti of its wheel and XLA
 // takes CUPTI's one subscriber (CUDA 13.0) before its first allocation, the trace's first event;
 // the trace then had no kernel at all (tools/report/README.md, "JAX: no CUPTI records").
 GMS_EXPORT CUresult cuInit(unsigned int flags) {
   if (::gms::in_shim()) return gms::driver::call_real(GMS_REAL(cuInit), flags);
   CUresult r = gms::driver::call_real(GMS_REAL(cuInit), flags);
-  if (r == CUDA_SUCCESS && gms::trace::enabled()) gms::trace::begin();
+  if (r == CUDA_SUCCESS && gms::trace::enabled()) gms::trace::start_device_records();
   return r;
 }
 

@@ -419,6 +419,17 @@ void start_writer_thread() {
   }
 }
 
+// CUPTI's start (the backend's start_cupti: once it is on or has failed, later calls return at
+// once), from the program's cuInit or the trace's first event, whichever thread comes first.
+pthread_mutex_t g_cupti_mu = PTHREAD_MUTEX_INITIALIZER;
+const char* cupti_started() {
+  if (!g_backend || !g_backend->start_cupti) return "no CUDA backend";
+  pthread_mutex_lock(&g_cupti_mu);
+  const char* r = g_backend->start_cupti(g_faults);
+  pthread_mutex_unlock(&g_cupti_mu);
+  return r;
+}
+
 // The first event of the process (or of a fork child with its own file).
 void start() {
   ShimScope scope;
@@ -428,7 +439,7 @@ void start() {
     g_state.store(kStopped, std::memory_order_release);
     return;
   }
-  const char* cupti = g_backend && g_backend->start_cupti ? g_backend->start_cupti(g_faults) : "no CUDA backend";
+  const char* cupti = cupti_started();
   if (std::strcmp(cupti, "ok") != 0 && log_enabled(LogLevel::info)) {
     Line l;
     l.str("tracing without CUPTI (no kernels, copies or migrations from the device): ").str(cupti);
@@ -494,6 +505,7 @@ uint64_t ptr_value(const char* s) { return static_cast<uint64_t>(reinterpret_cas
 // CUPTI is not flushed here: the driver's own fork handlers may hold its locks by now, and CUPTI's
 // buffers reach the parent's file later anyway (a child never writes them).
 void fork_prepare() {
+  pthread_mutex_lock(&g_cupti_mu);
   pthread_mutex_lock(&g_write_mu);
   drain_all_locked();  // the parent's records are in its file before the child exists
   names::lock_for_fork();
@@ -502,11 +514,13 @@ void fork_prepare() {
 void fork_parent() {
   names::unlock_in_parent();
   pthread_mutex_unlock(&g_write_mu);
+  pthread_mutex_unlock(&g_cupti_mu);
 }
 
 void fork_child() {
   names::reinit_in_child();
   pthread_mutex_init(&g_write_mu, nullptr);
+  pthread_mutex_init(&g_cupti_mu, nullptr);
   ring_reset_in_child();
   g_dropped[0].store(0, std::memory_order_relaxed);
   g_dropped[1].store(0, std::memory_order_relaxed);
@@ -639,6 +653,14 @@ void begin() {
     struct timespec ms{0, 1000000};
     nanosleep(&ms, nullptr);
   }
+}
+
+void start_device_records() {
+  if (!enabled()) return;
+  const int st = g_state.load(std::memory_order_acquire);
+  if (st != kIdle) return;  // running (CUPTI started with it), stopped, or a child not traced
+  ShimScope scope;
+  (void)cupti_started();
 }
 
 void flush_device_records() {

@@ -34,6 +34,11 @@ uint64_t t0_ns();
 // counters are on, so a trace started by the allocation's own event saw none of that allocation's
 // migrations (found on the H200, 2026-11-26: a single cudaMallocManaged gave no record at all).
 void begin();
+// Starts CUPTI now, if the process is to be traced and it is not on yet; the trace file still
+// starts at the first event (a process that only initialises the driver, a launcher asking
+// whether there is a GPU, writes no file). At the program's cuInit: before a framework sets up a
+// copy of CUPTI of its own, which would keep CUPTI's one subscriber (tools/report/README.md).
+void start_device_records();
 // Hands CUPTI's records so far to the trace. Before managed memory is freed: CUPTI with no shim
 // reported the migrations of the CPU's faults on memory never freed, and the shim's trace of the
 // same program, which frees it, had none of them (H200, 2026-11-26).

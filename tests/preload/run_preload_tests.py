@@ -1549,6 +1549,32 @@ class PreloadTrace(PreloadCase):
         self.assertEqual((totals["gpu_faults"], totals["cpu_faults"]), (5, 1), totals)
         self.assertIn("1 unified-memory records with impossible values", rep.stderr)
 
+    def test_cupti_starts_at_cuinit_and_the_file_at_the_first_event(self):
+        # CUPTI starts when the program initialises the driver, before a framework can set up its
+        # own copy and keep CUPTI's one subscriber (JAX's: tools/report/README.md); the file still
+        # starts at the first event, so a process that only asks whether there is a GPU writes none.
+        cupti_dir = os.path.realpath(os.path.join(Config.fake_dir, "..", "fakecupti"))
+        d = self.trace_dir()
+        marks = tempfile.mkdtemp(prefix="gms-cupti-")
+        self.addCleanup(shutil.rmtree, marks, True)
+        env = self.base_env()
+        env.update({"LD_PRELOAD": self.preload_list(), "GPUMEMSHIM_TRACE": os.path.join(d, "trace-%p.jsonl"),
+                    "LD_LIBRARY_PATH": cupti_dir + ":" + Config.fake_dir})
+        init_only = "import ctypes; assert ctypes.CDLL('libcuda.so.1').cuInit(0) == 0"
+        for name, code, files in (("init", init_only, 0), ("nothing", "pass", 0)):
+            with self.subTest(program=name):
+                env["FAKE_CUPTI_STARTED"] = mark = os.path.join(marks, name)
+                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(os.path.exists(mark), name == "init", "CUPTI started at cuInit, and only then")
+                self.assertEqual(len(os.listdir(d)), files, os.listdir(d))
+        # A traced program: CUPTI is on from its cuInit, and the header says so.
+        env["FAKE_CUPTI_STARTED"] = os.path.join(marks, "traced")
+        run, td = self.traced("trace", env={"LD_LIBRARY_PATH": cupti_dir + ":" + Config.fake_dir,
+                                             "FAKE_CUPTI_STARTED": env["FAKE_CUPTI_STARTED"]})
+        self.assertTrue(os.path.exists(env["FAKE_CUPTI_STARTED"]))
+        self.assertEqual(self.only_trace(td)[0]["cupti"], "ok")
+
     def test_no_cuda_no_trace(self):
         d = self.trace_dir()
         env = self.base_env()

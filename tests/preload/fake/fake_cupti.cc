@@ -8,7 +8,10 @@
 // As the real CUPTI does, it records nothing about managed memory made before its unified-memory
 // counters were enabled: when the stand-in driver had made any by then, no record is handed over.
 // FAKE_CUPTI_DROPPED: the count cuptiActivityGetNumDroppedRecords reports.
+// FAKE_CUPTI_STARTED: a file made when the activity callbacks are registered (CUPTI started).
 #include <cupti.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <dlfcn.h>
 #include <time.h>
 
@@ -100,6 +103,10 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
                                            CUpti_BuffersCallbackCompleteFunc complete) {
   g_request = request;
   g_complete = complete;
+  if (const char* mark = std::getenv("FAKE_CUPTI_STARTED")) {
+    int fd = open(mark, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) close(fd);
+  }
   return CUPTI_SUCCESS;
 }
 
