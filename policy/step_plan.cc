@@ -221,12 +221,13 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
         const uint32_t victim = it->second;
         const Instance& in = u.inst[u.units[victim].inst];
         const int64_t nu = next_use(in, g - 1);
-        const bool copied = nu < in.died;
+        const bool returns = nu < in.died;
+        const bool copied = returns || (cfg.copy_dead && last_use_before(in, g) >= 0);
         if (slack && copied) {
           const int64_t lu = last_use_before(in, g);
           const double b = static_cast<double>(u.units[victim].bytes);
           out_done = std::max(out_done, lu >= 0 ? est[lu + 1] : 0.0) + b / cfg.out_bytes_per_ns;
-          owe(nu, b);
+          if (returns) owe(nu, b);
         }
         remove(victim);
         decided.push_back({victim, g, false, copied});
@@ -440,8 +441,8 @@ uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
           if (g > p) next = std::min(next, g);
         }
       }
-      if (next == INT64_MAX) {
-        dropped += b;  // never used again: away at no cost
+      if (next == INT64_MAX && (!cfg.copy_dead || last < 0)) {
+        dropped += b;  // never used again (and, with copy_dead, nothing in it yet): away at no cost
         continue;
       }
       cand.push_back({b, last, next});
@@ -456,9 +457,12 @@ uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
       away.push_back({std::min(c.bytes, need), c.last, c.next});
       need -= c.bytes;
     }
-    double moved = 0;
-    for (const Away& x : away) moved += x.bytes;
-    best = std::max(best, std::max(moved / cfg.out_bytes_per_ns, moved / cfg.in_bytes_per_ns));
+    double moved = 0, back = 0;  // back: those that return (with copy_dead, not those freed first)
+    for (const Away& x : away) {
+      moved += x.bytes;
+      if (x.next != INT64_MAX) back += x.bytes;
+    }
+    best = std::max(best, std::max(moved / cfg.out_bytes_per_ns, back / cfg.in_bytes_per_ns));
     // Before p: those last used at or after kernel q (this step) leave after it ran, by p.
     double tb = before[p];
     std::sort(away.begin(), away.end(), [](const Away& x, const Away& y) { return x.last > y.last; });

@@ -47,6 +47,10 @@ struct StepPlanConfig {
   enum class Victims : uint8_t { fastest, most_slack, farthest_next_use, least_recently_used };
   Victims victims = Victims::fastest;
   uint32_t steps = 3;  // steps unrolled before the measured one ends (at least 2); one more follows it
+  // Pieces freed before their next use are copied out when evicted (once used since they were
+  // made), as a shim must that is not told the program will not read them again: the least time
+  // for an executor that never loses data. Off: they are dropped with no copy.
+  bool copy_dead = false;
 };
 
 // One move of the measured step, at kernel positions of that step (0..P-1).
@@ -80,7 +84,8 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg);
 // ones last used in this step before p left after that use and by p over the out direction, the ones
 // used again in this step come back after p and before that use over the in direction, and all of
 // them cross each direction once per step. (Choosing them by farthest next use makes this a floor
-// for schedules that do so; no schedule moves fewer bytes.)
+// for schedules that do so; no schedule moves fewer bytes.) With copy_dead, those freed before
+// their next use cross the out direction after their last use, and never come back.
 uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg);
 
 // Replays `plan`'s moves over the measured step and says what is wrong with them (an empty string

@@ -332,6 +332,10 @@ void steps(JsonWriter& w, const Report& r) {
     w.key("floor_ns"), w.value(s.floor_ns);
     w.key("plan_in"), w.value(s.plan_in);
     w.key("plan_out"), w.value(s.plan_out);
+    w.key("plan_dropped"), w.value(s.plan_dropped);
+    w.key("bound_copied_ns"), w.value(s.bound_copied_ns);
+    w.key("floor_copied_ns"), w.value(s.floor_copied_ns);
+    w.key("plan_copied_out"), w.value(s.plan_copied_out);
     w.end_object();
   }
   w.end_array();

@@ -278,6 +278,12 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
     row.floor_ns = static_cast<int64_t>(policy::lower_bound_ns(t, cfg));
     row.plan_in = plan.bytes_in;
     row.plan_out = plan.bytes_out;
+    row.plan_dropped = plan.bytes_dropped;
+    cfg.copy_dead = true;
+    const policy::StepPlan copied = policy::plan_step(t, cfg);
+    row.bound_copied_ns = static_cast<int64_t>(copied.step_ns);
+    row.floor_copied_ns = static_cast<int64_t>(policy::lower_bound_ns(t, cfg));
+    row.plan_copied_out = copied.bytes_out;
   }
   if (timeline) *timeline = std::move(t);
   return row;

@@ -24,6 +24,11 @@ struct StepRow {
   int64_t bound_ns = 0;      // the schedule's step time at the budget (0: no budget, or nothing moves)
   int64_t floor_ns = 0;      // no schedule does better
   uint64_t plan_in = 0, plan_out = 0;  // bytes the schedule moves per step
+  uint64_t plan_dropped = 0;           // bytes it evicts with no copy: freed before their next use
+  // The same with every eviction of memory used since it was made copied out (StepPlanConfig::
+  // copy_dead): what a shim that is not told memory is dead, and never loses data, can reach.
+  int64_t bound_copied_ns = 0, floor_copied_ns = 0;
+  uint64_t plan_copied_out = 0;
   // How the measured step spent its time: kernels running, the GPU idle, the shim's copies each way.
   int64_t busy_ns = 0, idle_ns = 0;
   int64_t idle_copying_ns = 0;  // of idle_ns, with a copy each way or both running: copies no kernel overlaps

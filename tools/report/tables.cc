@@ -307,6 +307,14 @@ Table steps_table(const TraceSet& set, const Report& r) {
                           " out per step at 54.6 GB/s each way beside the kernels, each at its fastest in the trace (" +
                           human_duration(s.kernel_ns) + " in all)" +
                           (s.feasible ? "" : "; a kernel alone needs more than the budget"));
+      if (s.plan_dropped > 0) {
+        tab.notes.push_back(who + ": of which it drops " + bytes(s.plan_dropped) +
+                            " a step with no copy (freed before their next use); copying them out, as the shim must "
+                            "(nothing tells it the program will not read them): floor " +
+                            human_duration(s.floor_copied_ns) + " (" + over(s.measured_ns, s.floor_copied_ns) +
+                            "), schedule " + human_duration(s.bound_copied_ns) + " (" +
+                            over(s.measured_ns, s.bound_copied_ns) + "), " + bytes(s.plan_copied_out) + " out");
+      }
     }
   }
   if (!tab.rows.empty()) {

@@ -42,7 +42,7 @@ bench_model() {
     mib=$(python3 -c "print(int($peak * 1024 / $div))")
     limit=${mib}M
     bound=$("$TOOL" report "$TMP/$m.jsonl" --json --budget "$limit" 2>>"$LOG" |
-      python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","missing")}))')
+      python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","plan_dropped","bound_copied_ns","floor_copied_ns","plan_copied_out","missing")}))')
     row "$m" "$div" "bound" "$bound"
     # Policy auto with nothing else set but the budget.
     row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
