@@ -1,20 +1,27 @@
 """The timing loop shared by the training benchmarks (torch_train.py, torch_gpt.py): runs `step`
 (one training step, returning its loss) `steps` times, each between two synchronisations, and
-prints one JSON line: `info`, the median step time after three warm-up steps, the peak memory
-PyTorch saw and the last loss; or the out-of-memory error the program died of."""
+prints one JSON line: `info`, the median step time after `warmup` steps (3 unless told), every step's time
+(`steps_ms`: a median hides steps that are slow in turns), the peak memory PyTorch saw and the
+last loss; or the out-of-memory error the program died of. GMS_STEP_MARKS=1 writes a line to
+stderr as each step starts, to place the shim's log lines (GPUMEMSHIM_LOG=info) among the steps."""
 import json
 import math
+import os
 import statistics
+import sys
 import time
 
 import torch
 
 
-def run(step, steps, info):
+def run(step, steps, info, warmup=3):
     times = []
     try:
-        for _ in range(steps):
+        marks = os.environ.get("GMS_STEP_MARKS") == "1"
+        for n in range(steps):
             torch.cuda.synchronize()
+            if marks:
+                print(f"train_steps: step {n}", file=sys.stderr, flush=True)
             t0 = time.time()
             loss = step()
             torch.cuda.synchronize()
@@ -22,6 +29,7 @@ def run(step, steps, info):
     except torch.OutOfMemoryError as e:
         print(json.dumps({**info, "error": "OutOfMemoryError", "message": str(e).splitlines()[0][:160]}))
         return 3
-    print(json.dumps({**info, "step_ms": round(1000 * statistics.median(times[3:]), 1),
+    print(json.dumps({**info, "step_ms": round(1000 * statistics.median(times[min(warmup, len(times) - 1):]), 1),
+                      "steps_ms": [round(1000 * t, 1) for t in times],
                       "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2), "loss": round(loss.item(), 4)}))
     return 0 if math.isfinite(loss.item()) else 4

@@ -8,14 +8,19 @@
 # off (out of memory); policy auto traced, for where its step's time goes (the report's busy and
 # idle time, and the bytes it moved); with CONTEXT=1, policy auto in context order. Rows go to
 # $OUT/zoo.jsonl, the table (tests/gpu/zoo/table.py) to $OUT/zoo.md and the terminal. Step times are
-# the median after three warm-up steps; 14 steps by default, so that most of them run after the
-# step learner has found the step and recorded it (four steps): a training run's steady state.
+# the median of steps 9 to 20 (WARMUP=8 left out of 20 STEPS): the step learner finds the step and
+# records it in the first four to six steps, and the first steps also make the host memory moves
+# need (seconds, once), so a median over earlier steps mixes those in (2026-11-27, every step's time
+# of a run: zoo.jsonl's steps_ms). That is a training run's steady state. TRACED=0 leaves out the
+# traced runs of auto (where its step's time goes) to save time.
 # GPU safety: every run under the shim caps managed memory and sets a device limit. MODELS, STEPS,
-# BUDGETS (divisors), CONTEXT and GPUS (lanes, one GPU each) may be set.
+# BUDGETS (divisors), CONTEXT, GPUS (lanes, one GPU each), WARMUP and TRACED may be set.
 . "$(dirname "$0")/prelude.sh"
 build_gpu cli
 MODELS=${MODELS:-resnet50 llama vit gpt}
-STEPS=${STEPS:-14}
+STEPS=${STEPS:-20}
+WARMUP=${WARMUP:-8}
+TRACED=${TRACED:-1}
 BUDGETS=${BUDGETS:-1.2 1.5}
 LOG="$OUT/zoo.log"
 ROWS="$OUT/zoo.jsonl"
@@ -29,12 +34,12 @@ run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
 bench_model() {
   local m=$1 free peak div mib limit bound
   echo "== $m" | tee -a "$LOG"
-  free=$(run python3 $Z "$m" --steps "$STEPS")
+  free=$(run python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")
   row "$m" 1 "no limit" "$free"
   peak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("peak_gib", ""))' "$free" 2>/dev/null)
   [ -n "$peak" ] || return
   # Policy auto when the step fits the card: what it costs a program it need not help.
-  row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS")"
+  row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
   # The step with no budget to speak of, traced: its kernels, lives and uses.
   timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
     python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
@@ -45,18 +50,20 @@ bench_model() {
       python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","plan_dropped","bound_copied_ns","floor_copied_ns","plan_copied_out","missing")}))')
     row "$m" "$div" "bound" "$bound"
     # Policy auto with nothing else set but the budget.
-    row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
-    row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --save-on-cpu $((mib * 1048576)))"
+    row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
+    row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP" --save-on-cpu $((mib * 1048576)))"
     # Where auto's step time goes: the same run traced (tracing costs it some time), the report's
     # view of its repeating step.
-    timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
-      python3 $Z "$m" --steps "$STEPS" >/dev/null 2>>"$LOG"
-    row "$m" "$div" "auto, traced" "$("$TOOL" report "$TMP/$m-$div.jsonl" --json 2>>"$LOG" |
-      python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copied_in","copied_out","missing")}))')"
-    rm -f "$TMP/$m-$div.jsonl"
+    if [ "$TRACED" = 1 ]; then
+      timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
+        python3 $Z "$m" --steps "$STEPS" >/dev/null 2>>"$LOG"
+      row "$m" "$div" "auto, traced" "$("$TOOL" report "$TMP/$m-$div.jsonl" --json 2>>"$LOG" |
+        python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copied_in","copied_out","missing")}))')"
+      rm -f "$TMP/$m-$div.jsonl"
+    fi
     if [ "${CONTEXT:-0}" = 1 ]; then
       # The order for kernels that reach memory by pointers no hook sees: what its safety costs.
-      row "$m" "$div" "auto, context order" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_SWAP_ORDER=context GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS")"
+      row "$m" "$div" "auto, context order" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_SWAP_ORDER=context GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
     fi
     if [ "$div" = 1.5 ]; then
       # Policy spill (the default before auto) at the budget, and off: out of memory.

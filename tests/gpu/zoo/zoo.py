@@ -3,7 +3,7 @@ with its usual optimizer and precision. One process trains one model for a few s
 JSON line (train_steps.run): the median step time after warm-up, the peak memory PyTorch saw, the
 last loss; or the out-of-memory error it died of.
 
-  zoo.py MODEL [--steps N] [--save-on-cpu BUDGET_BYTES]
+  zoo.py MODEL [--steps N] [--warmup N] [--save-on-cpu BUDGET_BYTES]
 
 MODEL: resnet50 (torchvision, SGD with momentum, fp32, batch 128), llama (a Hugging Face transformers
 causal LM built from a LlamaConfig, AdamW, bf16 autocast), vit (torchvision vit_b_16, AdamW, bf16
@@ -75,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model", choices=sorted(MODELS))
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3, help="steps left out of the median")
     ap.add_argument("--save-on-cpu", type=int, default=0, metavar="BUDGET_BYTES")
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -93,7 +94,7 @@ def main():
         opt.step()
         return loss
 
-    return train_steps.run(step, a.steps, {"model": a.model, **info})
+    return train_steps.run(step, a.steps, {"model": a.model, **info}, a.warmup)
 
 
 if __name__ == "__main__":
