@@ -404,10 +404,8 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
   }
   if (kept && p.resident_bytes() + kept > budget) swap::release_retired(dev, p.resident_bytes() + kept - budget, prefetching);
   if (log_enabled(LogLevel::debug)) {
-    Line l;
-    l.str("use on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
-        .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used);
-    log(LogLevel::debug, l);
+    log(LogLevel::debug, Line().str("use on device ").i64(dev).str(": ").u64(referenced.size()).str(" managed regions referenced, ")
+        .u64(actions.size()).str(" actions, resident ").bytes(p.resident_bytes()).str(" of budget ").bytes(limit - used));
   }
   // Under the lock: no other thread frees a range (which may be handed out again at once) while
   // its planned moves are carried out, and no other thread's launch that uses tracked memory gets
@@ -680,6 +678,10 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
 }  // namespace
 
 void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+  struct Clock {  // while memory is tracked: what a program that fits pays for memory that could move
+    const uint64_t t0 = g_tracked_regions.load(std::memory_order_relaxed) ? trace::monotonic_ns() : 0;
+    ~Clock() { if (t0) runtime_stats().time(Timing::launch_scan_ns, trace::monotonic_ns() - t0); }
+  } clock;
   const bool tracing = trace::enabled(), learn = learning();
   if (tracing || learn) {
     t_trace.n = 0;
@@ -705,10 +707,8 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   if (l.state() != was && l.state() == policy::StepLearner::State::following) planner(s, dev).step_learnt();
   if (l.state() != was && log_enabled(LogLevel::info)) {
     static const char* const kStates[] = {"searching", "recording", "following"};
-    Line line;
-    line.str("step learner on device ").i64(dev).str(": ").str(kStates[static_cast<int>(l.state())]).str(", a step of ")
-        .u64(l.period()).str(" launches");
-    log(LogLevel::info, line);
+    log(LogLevel::info, Line().str("step learner on device ").i64(dev).str(": ").str(kStates[static_cast<int>(l.state())])
+        .str(", a step of ").u64(l.period()).str(" launches"));
   }
 }
 

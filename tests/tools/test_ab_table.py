@@ -37,6 +37,14 @@ class AbTable(unittest.TestCase):
         self.assertEqual(cells[1:7], ["250.0, 270.0, 260.0", "240.0, 230.0, 250.0", "260.0", "240.0", "0.923", "yes"])
         self.assertEqual(cells[7:], ["", "3.00 (0.50, 1.00), 0.25"])
 
+    def test_launch_work_when_the_build_counts_it(self):
+        stats = json.dumps({"timings_ns": {"swap_move_ns": 0, "swap_backing_ns": 0, "swap_remap_ns": 0,
+                                           "swap_wait_ns": 0, "launch_scan_ns": 400_000_000}})
+        files = {"A-zoo-llama-80G-0.out": json.dumps({"step_ms": 80.0, "loss": 0.5}),
+                 "A-zoo-llama-80G-0.stats.json": stats}
+        cells = [c.strip() for c in line(table(files, "zoo:llama:80G"), "zoo:llama:80G")]
+        self.assertEqual(cells[7], "0.00 (0.00, 0.00), 0.00; launches 0.40")
+
     def test_different_results_and_failed_runs_are_shown(self):
         files = {
             "A-zoo-vit-5G-0.out": json.dumps({"step_ms": 100.0, "loss": 5.48}),

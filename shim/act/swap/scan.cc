@@ -214,6 +214,7 @@ void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_threa
   ShimScope scope;
   driver::RelaxedCapture relaxed;
   const CUstream handle = driver::stream_handle(stream, per_thread);
+  Timed t(Timing::launch_scan_ns);  // the lock's wait included: part of each launch's cost
   std::lock_guard lock(mu());
   Slabs& s = slabs();
   if (launched && unmarked) scan().unscanned_seen = kUnmarked;

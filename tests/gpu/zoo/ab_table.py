@@ -1,7 +1,8 @@
 """The table of tests/gpu/zoo/ab.sh from its runs' files: for each row, every run of A and of B (ms a
 token or a step), their medians and B/A, what must not change (the tokens' digest, the loss), and
-the shim's time moving movable memory (of which getting memory for the moves, and remapping) and
-waiting for the GPU over the whole run (medians, seconds, from its statistics). Usage: python3 ab_table.py RUNS_DIR "ROWS"
+the shim's time moving movable memory (of which getting memory for the moves, and remapping),
+waiting for the GPU, and its work at launches while it tracks memory (moves included) over the whole
+run (medians, seconds, from its statistics; the last only from builds that count it). Usage: python3 ab_table.py RUNS_DIR "ROWS"
 """
 import json
 import os
@@ -42,7 +43,7 @@ def median(xs):
 
 def main():
     d, rows = sys.argv[1], [tuple(r.split(":")) for r in sys.argv[2].split()]
-    print("| row | A (ms) | B (ms) | A median | B median | B / A | same result | A: moving (memory for it, remaps), waiting (s) | B: the same |")
+    print("| row | A (ms) | B (ms) | A median | B median | B / A | same result | A: moving (memory for it, remaps), waiting; launches (s) | B: the same |")
     print("|---|---|---|---:|---:|---:|---|---:|---:|")
     for row in rows:
         if len(row) != 3 or row[0] not in METRIC:
@@ -57,10 +58,11 @@ def main():
             cells.append(", ".join(f"{v:.1f}" for v in vals) + (f" ({failed} failed)" if failed else ""))
             meds.append(median(vals))
             results.extend(str(r.get(check)) for r, _ in got if r)
-            t = {k: median([seconds(s, k) for _, s in got if s])
-                 for k in ("swap_move_ns", "swap_backing_ns", "swap_remap_ns", "swap_wait_ns")}
-            timing.append("" if t["swap_move_ns"] is None else
-                          f"{t['swap_move_ns']:.2f} ({t['swap_backing_ns']:.2f}, {t['swap_remap_ns']:.2f}), {t['swap_wait_ns']:.2f}")
+            t = {k: median([seconds(s, k) for _, s in got if s and (k != "launch_scan_ns" or k in s.get("timings_ns", {}))])
+                 for k in ("swap_move_ns", "swap_backing_ns", "swap_remap_ns", "swap_wait_ns", "launch_scan_ns")}
+            timing.append(("" if t["swap_move_ns"] is None else
+                           f"{t['swap_move_ns']:.2f} ({t['swap_backing_ns']:.2f}, {t['swap_remap_ns']:.2f}), {t['swap_wait_ns']:.2f}") +
+                          ("" if t["launch_scan_ns"] is None else f"; launches {t['launch_scan_ns']:.2f}"))
         a, b = meds
         ratio = f"{b / a:.3f}" if a and b else ""
         same = "yes" if results and len(set(results)) == 1 else ("; ".join(sorted(set(results))) or "no runs")
