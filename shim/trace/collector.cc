@@ -419,8 +419,8 @@ void start_writer_thread() {
   }
 }
 
-// CUPTI's start (the backend's start_cupti: once it is on or has failed, later calls return at
-// once), from the program's cuInit or the trace's first event, whichever thread comes first.
+// CUPTI's start (once on or failed, later calls return at once), from the program's cuInit or the
+// trace's first event, whichever thread comes first.
 pthread_mutex_t g_cupti_mu = PTHREAD_MUTEX_INITIALIZER;
 const char* cupti_started() {
   if (!g_backend || !g_backend->start_cupti) return "no CUDA backend";
@@ -656,9 +656,8 @@ void begin() {
 }
 
 void start_device_records() {
-  if (!enabled()) return;
-  const int st = g_state.load(std::memory_order_acquire);
-  if (st != kIdle) return;  // running (CUPTI started with it), stopped, or a child not traced
+  // Not idle: running (CUPTI started with it), stopped, or a child not traced.
+  if (!enabled() || g_state.load(std::memory_order_acquire) != kIdle) return;
   ShimScope scope;
   (void)cupti_started();
 }
