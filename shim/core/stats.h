@@ -87,7 +87,7 @@ namespace gms {
   X(register_ns, "registering host blocks")             \
   X(unregister_ns, "unregistering host blocks")         \
   X(staged_ns, "staged copies, end to end")            \
-  X(launch_scan_ns, "launches while the shim tracks memory (movable or managed): its work before and after each, moves included") \
+  X(launch_scan_ns, "launches and copies while the shim tracks memory (movable or managed): its work before and after each, moves included") \
   X(swap_create_ns, "making movable memory")          \
   X(swap_free_ns, "freeing movable memory")           \
   X(swap_move_ns, "moving movable memory")            \

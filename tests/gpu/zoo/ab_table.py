@@ -34,7 +34,8 @@ def runs(d, side, row):
 
 
 def seconds(stats, key):
-    return (stats or {}).get("timings_ns", {}).get(key, 0) / 1e9
+    ns = (stats or {}).get("timings_ns", {}).get(key)
+    return None if ns is None else ns / 1e9  # None: a build that does not count it
 
 
 def median(xs):
@@ -58,7 +59,7 @@ def main():
             cells.append(", ".join(f"{v:.1f}" for v in vals) + (f" ({failed} failed)" if failed else ""))
             meds.append(median(vals))
             results.extend(str(r.get(check)) for r, _ in got if r)
-            t = {k: median([seconds(s, k) for _, s in got if s and (k != "launch_scan_ns" or k in s.get("timings_ns", {}))])
+            t = {k: median([v for v in (seconds(s, k) for _, s in got if s) if v is not None])
                  for k in ("swap_move_ns", "swap_backing_ns", "swap_remap_ns", "swap_wait_ns", "launch_scan_ns")}
             timing.append(("" if t["swap_move_ns"] is None else
                            f"{t['swap_move_ns']:.2f} ({t['swap_backing_ns']:.2f}, {t['swap_remap_ns']:.2f}), {t['swap_wait_ns']:.2f}") +
