@@ -12,6 +12,7 @@
 #include "act/cpu_pages.h"
 #include "act/layouts.h"
 #include "act/made_again.h"
+#include "act/quiet.h"
 #include "act/turns.h"
 #include "act/swap.h"
 #include "act/tables.h"
@@ -77,8 +78,7 @@ class ChunkNextUse final : public policy::NextUse {
     for (uintptr_t a : it->second) next = std::min(next, learner_.next_need(a));
     return next;
   }
-  // Scan order knows: a launch it saw use the chunk is not over (context order: always busy, no
-  // preference).
+  // Scan order knows: a launch it saw use the chunk is not over (context order: always busy, no preference).
   bool busy(policy::RegionId chunk) const override { return !swap::uses_over(chunk); }
   uint64_t now() const override { return learner_.launches(); }
 
@@ -202,6 +202,7 @@ CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stre
 // prefetches are for launches still to come (plan_ahead); `learnt`: room came by next use.
 void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CUstream stream, bool per_thread,
                size_t early = 0, bool ahead = false, bool learnt = false) {
+  if (!actions.empty()) quiet::stir(dev);  // before the round: it waits for the quiet launches (act/quiet.h)
   Stats& st = runtime_stats();
   CUmemLocation gpu{CU_MEM_LOCATION_TYPE_DEVICE, dev};
   CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
@@ -243,9 +244,8 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
   for (size_t j = 0; j < moves.size(); ++j) done(moved[j], moves[j].result);
 }
 
-// Caller holds s.mu. GPUMEMSHIM_SWAP_EARLY: puts before `actions` the early evictions of movable
-// chunks whose uses are over on the GPU (a move that would wait for a kernel would hold up the
-// launch); returns how many.
+// Caller holds s.mu. GPUMEMSHIM_SWAP_EARLY: puts before `actions` the early evictions of movable chunks whose uses are
+// over on the GPU (a move that would wait for a kernel would hold up the launch); returns how many.
 size_t evict_early(State& s, policy::ResidencyPlanner& p, std::vector<policy::Action>& actions) {
   if (!p.config().early) return 0;
   std::vector<policy::RegionId> ids = p.early_candidates(kEarlyMinIdle);
@@ -296,9 +296,8 @@ class LearntRoom {
   std::optional<ChunkNextUse> next_;
 };
 
-// Launches ahead whose memory is brought in before they are queued: far enough for the copies to
-// overlap the kernels before them, near enough that what comes in is not in the way of the room the
-// launches in between make.
+// Launches ahead whose memory is brought in before they are queued: far enough for the copies to overlap the kernels
+// before them, near enough that what comes in is not in the way of the room the launches in between make.
 constexpr uint64_t kAhead = 8;
 
 // Caller holds s.mu. The chunks the launches after the next one use (1 to kAhead positions ahead),
@@ -321,10 +320,9 @@ std::vector<policy::RegionId> chunks_ahead(State& s, const policy::StepLearner& 
   return out;
 }
 
-// Caller holds s.mu. While the program follows a learnt step, under scan order: the memory the next
-// launches use comes in now, into the room the budget leaves, in the order they use it, so that its
-// copies run while the link is free instead of when those launches are queued. For every launch,
-// whether it uses movable memory itself or not.
+// Caller holds s.mu. While the program follows a learnt step, under scan order: the memory the next launches use comes
+// in now, into the room the budget leaves, in the order they use it, so that its copies run while the link is free
+// instead of when those launches are queued. For every launch, whether it uses movable memory itself or not.
 void bring_ahead(State& s, int dev, CUstream stream, bool per_thread) {
   if (!scan_order() || !options().swap_ahead.value) return;
   policy::StepLearner* l = learner(s, dev);
@@ -461,6 +459,7 @@ void residency_track(uintptr_t base, uint64_t size, int device, Tracked what, ui
   }
   State& s = state();
   std::lock_guard lock(s.mu);
+  if (!swap || resident < size) quiet::stir(device);  // it will move: launches over it are scanned
   policy::ResidencyPlanner& p = planner(s, device);
   p.add_region(base, size, resident);
   if (what == Tracked::streamed) p.set_streamed(base, true);
@@ -505,8 +504,7 @@ void residency_make_room(int device, uint64_t bytes) {
 
 namespace {
 
-// Caller holds s.mu. The chunks of the movable allocation [base, base + size) gain (+1) or lose
-// (-1) it.
+// Caller holds s.mu. The chunks of the movable allocation [base, base + size) gain (+1) or lose (-1) it.
 void count_life(State& s, uintptr_t base, uint64_t size, int dev, bool dies_idle, int sign) {
   policy::ResidencyPlanner& p = planner(s, dev);
   for (uintptr_t c = swap::chunk_of(base); c < base + size; c += swap::chunk_bytes()) {
@@ -629,6 +627,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     std::lock_guard lock(s.mu);
     QueueWindow window;  // after the moves, before the lock goes
     if (!params && !extra) return;
+    if (quiet::is(dev) && !trace::enabled()) return quiet::count_launch();  // the trace names what it uses
     std::vector<policy::RegionId> referenced, ordered;
     Words words;
     Words* collect = tables::active() ? &words : nullptr;
@@ -696,7 +695,7 @@ void before_launch_slow(CUfunction f, void** params, void** extra, CUstream stre
   // Every launch, after its own moves: the learner's position is the next launch's.
   ShimScope scope;
   const int dev = driver::current_device();
-  if (dev < 0 || dev >= kMaxDevices) return;
+  if (dev < 0 || dev >= kMaxDevices || quiet::is(dev)) return;  // a quiet device has no step to learn
   const uint64_t fn = function_key(f);
   State& s = state();
   std::lock_guard lock(s.mu);
@@ -730,7 +729,8 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   std::lock_guard lock(s.mu);
   QueueWindow window;
   *scanned = false;
-  if (!scan) return true;  // only the window: context order plans no transfer
+  // Only the window: context order plans no transfer, and a quiet device's is work no scan saw.
+  if (!scan || (quiet::is(dev) && !trace::enabled())) return true;
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);

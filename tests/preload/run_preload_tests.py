@@ -930,7 +930,9 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_scan_order(self):
-        run = self.run_program("swap_scan", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on"))
+        # Marks from the first launch on: the program counts them (quiet memory has none, test_quiet).
+        run = self.run_program("swap_scan", env=dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_PARK="on",
+                                                     GPUMEMSHIM_SWAP_QUIET="off"))
         self.assertIn("swap scan ok", run.stdout)
         d = self.only_stats(run)["decisions"]
         # In: b, a, b (for a copy), then what the last copies and the memset need; out: one more
@@ -967,7 +969,8 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(evicted, {"off": 116, "on": 116 - 6 * 4})
 
     def test_early_eviction(self):
-        env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M", GPUMEMSHIM_SWAP_ORDER="scan")
+        # Recency from the first launch on (quiet, m's first use would be unseen: test_quiet).
+        env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M", GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_QUIET="off")
         got = {}
         for name, early, args in (("off", "off", []), ("on", "on", []), ("busy", "on", ["busy"]),
                                   ("unscanned", "on", ["unscanned"])):
@@ -986,6 +989,19 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(got["on"], (40, 24))
         self.assertEqual(got["busy"], (40, 0))
         self.assertEqual(got["unscanned"], (40, 0))
+
+    def test_quiet(self):
+        """GPUMEMSHIM_SWAP_QUIET: launches over movable memory that never moved are not marked; the
+        first round waits for the context once; then launches are marked (progs/swap_quiet.cc)."""
+        env = dict(self.ENV, GPUMEMSHIM_DEVICE_LIMIT="12M", GPUMEMSHIM_SWAP_ORDER="scan")
+        for quiet, args in (("on", []), ("off", ["off"])):
+            run = self.run_program("swap_quiet", *args, env=dict(env, GPUMEMSHIM_SWAP_QUIET=quiet))
+            self.assertIn("swap quiet ok" if quiet == "on" else "swap quiet off ok", run.stdout)
+            s = self.only_stats(run)
+            d = s["decisions"]
+            # Out: a for d, b for a, then the checks' copies take c, d and a out and bring b, c, d in.
+            self.assertEqual((d["evicted"]["calls"], d["prefetched"]["calls"]), (5, 4))
+            self.assertEqual(s["live_bytes_at_exit"]["device"], 0)
 
     def test_step_learner(self):
         """GPUMEMSHIM_SWAP_LEARN: four ranges used in turn, room for three. By recency every range

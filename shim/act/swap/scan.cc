@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "act/config.h"
+#include "act/quiet.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -23,8 +24,8 @@ Scan& scan() {
 
 uint64_t unscanned_work() {
   const Stats& st = runtime_stats();
-  return st.family(Family::memcpy).calls + st.family(Family::memset).calls + st.launches(LaunchKind::graph) -
-         g_scanned_transfers.load(std::memory_order_relaxed);
+  return st.family(Family::memcpy).calls + st.family(Family::memset).calls + st.launches(LaunchKind::graph) +
+         quiet::launches() - g_scanned_transfers.load(std::memory_order_relaxed);
 }
 
 CUresult wait_for_uses(const std::vector<Range*>& ranges) {

@@ -24,7 +24,8 @@ struct Scan {
 Scan& scan();
 constexpr uint64_t kUnmarked = ~uint64_t{0};
 
-// Copies, memsets and graph launches so far whose memory no scan saw.
+// Copies, memsets, graph launches and launches over a quiet device (act/quiet.h) so far whose
+// memory no scan saw.
 uint64_t unscanned_work();
 // Waits until no launch the scan saw can still use `ranges`, or for the whole context when work
 // the scan cannot see was queued since the last round. The shim's own copies of them are not
