@@ -1,8 +1,8 @@
 #pragma once
 // Movable memory that has not moved yet. Under policy auto every allocation of 1 MiB or more is
 // movable from the start, so that it can leave when the program outgrows the budget; a program
-// that fits would otherwise pay for each launch's scan, plan, mark and step learning (about 15 us
-// a launch on the H100, 1.2x to 1.45x a transformer's step: docs/benchmarks.md). While nothing of a
+// that fits would otherwise pay for each launch's scan, plan, mark and step learning, on the
+// thread that launches (docs/benchmarks.md, "A step that fits: quiet devices"). While nothing of a
 // device ever left it, was made off it or was managed memory, the device is quiet: launches and
 // copies over its memory are let through unscanned and only counted, and the first move that
 // stirs it (act/residency.cc, under the residency lock) waits for the whole context before copying
