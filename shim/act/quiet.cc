@@ -5,6 +5,7 @@
 #include "act/made_again.h"
 #include "core/ledger.h"
 #include "core/runtime.h"
+#include "trace/trace.h"
 
 namespace gms::act::quiet {
 namespace {
@@ -16,6 +17,8 @@ std::atomic<uint64_t> g_launches{0};
 bool is(int dev) {
   return options().swap_quiet.value && dev >= 0 && dev < kMaxDevices && !g_stirred[dev].load(std::memory_order_relaxed);
 }
+
+bool unscanned(int dev) { return is(dev) && !trace::enabled(); }
 
 void stir(int dev) {
   if (dev >= 0 && dev < kMaxDevices) g_stirred[dev].store(true, std::memory_order_relaxed);

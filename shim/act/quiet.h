@@ -16,6 +16,9 @@ namespace gms::act::quiet {
 
 // Whether `dev` is still quiet (never under GPUMEMSHIM_SWAP_QUIET=off, nor a device out of range).
 bool is(int dev);
+// Whether launches and copies on `dev` go unscanned: it is quiet, and no trace needs the
+// allocations each launch uses.
+bool unscanned(int dev);
 // Sticky: `dev` has memory that moved or may move. Caller holds the residency lock.
 void stir(int dev);
 // A launch let through unscanned while quiet, counted as work no scan saw (here, and for the rule

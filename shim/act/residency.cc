@@ -627,7 +627,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     std::lock_guard lock(s.mu);
     QueueWindow window;  // after the moves, before the lock goes
     if (!params && !extra) return;
-    if (quiet::is(dev) && !trace::enabled()) return quiet::count_launch();  // the trace names what it uses
+    if (quiet::unscanned(dev)) return quiet::count_launch();
     std::vector<policy::RegionId> referenced, ordered;
     Words words;
     Words* collect = tables::active() ? &words : nullptr;
@@ -730,7 +730,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   QueueWindow window;
   *scanned = false;
   // Only the window: context order plans no transfer, and a quiet device's is work no scan saw.
-  if (!scan || (quiet::is(dev) && !trace::enabled())) return true;
+  if (!scan || quiet::unscanned(dev)) return true;
   std::vector<policy::RegionId> referenced;
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);

@@ -5,8 +5,6 @@
 // context, once, since no mark says what the quiet launches used; from then on launches are marked
 // and a round waits for marks. With the argument `off` (GPUMEMSHIM_SWAP_QUIET=off) every launch is
 // marked from the start and no round waits for the context. Every byte is checked at the end.
-#include <cstring>
-
 #include "swap_common.h"
 
 using namespace swap_test;
