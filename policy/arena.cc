@@ -82,11 +82,14 @@ Arena::Spot Arena::find_from(uint64_t bytes, bool device_only, uint64_t pristine
   return best;
 }
 
-void Arena::add_tags(std::vector<Tag>& to, const std::vector<Tag>& from) {
+void Arena::add_tags(std::vector<Tag>& to, const std::vector<Tag>& from, uint64_t chunk) {
   for (Tag t : from) {
     if (std::find(to.begin(), to.end(), t) != to.end()) continue;
     to.push_back(t);
-    ++refs_[t];
+    TagRuns& r = refs_[t];
+    if (r.refs++ == 0) r.first_chunk = r.last_chunk = chunk;
+    r.first_chunk = std::min(r.first_chunk, chunk);
+    r.last_chunk = std::max(r.last_chunk, chunk);
   }
 }
 
@@ -94,7 +97,7 @@ void Arena::unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped) {
   for (Tag t : tags) {
     auto r = refs_.find(t);
     if (r == refs_.end()) continue;
-    if (--r->second == 0) {
+    if (--r->second.refs == 0) {
       refs_.erase(r);
       if (dropped) dropped->push_back(t);
     }
@@ -142,7 +145,7 @@ bool Arena::take(uint64_t offset, uint64_t size, Grant* g) {
   for (auto& [at, piece] : rests) {
     Piece& p = free_[at];
     p.size = piece.size;
-    add_tags(p.tags, piece.tags);
+    add_tags(p.tags, piece.tags, at / cfg_.chunk);
   }
   for (Tag t : g->waits) {
     if (!refs_.count(t)) g->dropped.push_back(t);
@@ -167,17 +170,17 @@ Arena::Freed Arena::give(uint64_t offset, Tag tag) {
   for (uint64_t c = first_chunk(offset); c <= last_chunk(offset, f.size); ++c) {
     uint64_t lo = std::max(offset, c * cfg_.chunk), hi = std::min(offset + f.size, (c + 1) * cfg_.chunk);
     Piece piece{hi - lo, {}};
-    if (tag) add_tags(piece.tags, {tag});
+    if (tag) add_tags(piece.tags, {tag}, c);
     auto next = free_.find(hi);
     if (next != free_.end() && hi % cfg_.chunk != 0) {
-      add_tags(piece.tags, next->second.tags);
+      add_tags(piece.tags, next->second.tags, c);
       unref(next->second.tags, nullptr);
       piece.size += next->second.size;
       free_.erase(next);
     }
     auto prev = free_.lower_bound(lo);
     if (lo % cfg_.chunk != 0 && prev != free_.begin() && (--prev, prev->first + prev->second.size == lo)) {
-      add_tags(prev->second.tags, piece.tags);
+      add_tags(prev->second.tags, piece.tags, c);
       unref(piece.tags, nullptr);
       prev->second.size += piece.size;
     } else {
@@ -188,10 +191,11 @@ Arena::Freed Arena::give(uint64_t offset, Tag tag) {
 }
 
 void Arena::settle(Tag tag) {
-  if (!refs_.erase(tag)) return;
-  // No untouched chunk carries a tag (find_from).
-  const uint64_t tail = touched_ * cfg_.chunk;
-  for (auto it = free_.begin(); it != free_.end() && it->first < tail; ++it) std::erase(it->second.tags, tag);
+  auto r = refs_.find(tag);
+  if (r == refs_.end()) return;
+  const uint64_t lo = r->second.first_chunk * cfg_.chunk, hi = (r->second.last_chunk + 1) * cfg_.chunk;
+  refs_.erase(r);
+  for (auto it = free_.lower_bound(lo); it != free_.end() && it->first < hi; ++it) std::erase(it->second.tags, tag);
 }
 
 std::vector<Arena::Tag> Arena::tags_in(uint64_t chunk) const {

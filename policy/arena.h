@@ -87,7 +87,8 @@ class Arena {
     uint64_t size = 0;
     std::vector<Tag> tags;
   };
-  void add_tags(std::vector<Tag>& to, const std::vector<Tag>& from);  // counts references
+  // Counts references, and widens each tag's chunks by `chunk` (that of `to`).
+  void add_tags(std::vector<Tag>& to, const std::vector<Tag>& from, uint64_t chunk);
   void unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped);
   void add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed);
   Spot find_from(uint64_t bytes, bool device_only, uint64_t pristine) const;
@@ -97,7 +98,14 @@ class Arena {
   std::map<uint64_t, uint64_t> live_;    // offset -> size
   std::vector<uint64_t> live_in_;        // live bytes per chunk
   std::vector<Backing> backing_;
-  std::unordered_map<Tag, uint32_t> refs_;  // free runs that carry each tag
+  // Each tag's free runs, and the chunks its free covered: a tag moves between runs only within a
+  // chunk (runs are merged and split there, never across a boundary), so settling it looks there
+  // alone, not at every run of the slab (thousands, at a free each).
+  struct TagRuns {
+    uint32_t refs = 0;
+    uint64_t first_chunk = 0, last_chunk = 0;
+  };
+  std::unordered_map<Tag, TagRuns> refs_;
   // Chunks from here on were never taken or backed: wholly free, untagged, unbacked.
   uint64_t touched_ = 0;
 };

@@ -31,7 +31,8 @@ uint64_t alloc(Arena& a, uint64_t bytes, bool device_only, Arena::Grant* g = nul
 
 // find() takes the chunks never taken or backed as one run without a look at their pieces; it must
 // answer as a walk over every piece does, whatever happened before: random takes, frees (tagged or
-// not), settles and backings over a slab with a long untouched tail.
+// not), settles and backings over a slab with a long untouched tail. And a settled tag is gone
+// from every chunk.
 TEST(Arena, FindSkipsTheUntouchedTailWithTheSameAnswerAsAWalk) {
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     Arena a = make(64);
@@ -72,7 +73,15 @@ TEST(Arena, FindSkipsTheUntouchedTailWithTheSameAnswerAsAWalk) {
           }
           break;
         default:
-          if (tag) a.settle(1 + next(static_cast<uint32_t>(tag)));
+          if (tag) {
+            // Settled, a free leaves its tag on no run: settle looks only in the chunks it freed.
+            const Arena::Tag t = 1 + next(static_cast<uint32_t>(tag));
+            a.settle(t);
+            for (uint64_t c = 0; c < 64; ++c) {
+              const std::vector<Arena::Tag> in = a.tags_in(c);
+              ASSERT_EQ(std::count(in.begin(), in.end(), t), 0) << "seed " << seed << " op " << op << " chunk " << c;
+            }
+          }
           if (next(3) == 0) a.set_backing(next(64), static_cast<B>(next(3)));  // moves, releases, and a far chunk backed
           break;
       }
