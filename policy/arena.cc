@@ -15,7 +15,74 @@ Arena::Arena(const Config& c) : cfg_(c) {
   for (uint64_t c = 0; c < cfg_.chunks; ++c) free_[c * cfg_.chunk] = Piece{cfg_.chunk, {}};
 }
 
-Arena::Spot Arena::find(uint64_t bytes, bool device_only) const { return find_from(bytes, device_only, touched_); }
+Arena::Spot Arena::find(uint64_t bytes, bool device_only) const {
+  if (!device_only) return find_from(bytes, false, touched_);
+  if (bytes == 0) return Spot{};
+  const uint64_t need = (bytes + cfg_.granule - 1) / cfg_.granule * cfg_.granule;
+  return need < bytes ? Spot{} : find_stretch(need);
+}
+
+void Arena::set_backing(uint64_t chunk, Backing b) {
+  const bool was_device = backing_[chunk] == Backing::device;
+  backing_[chunk] = b;
+  if (b != Backing::none && chunk >= touched_) touched_ = chunk + 1;
+  if (was_device != (b == Backing::device)) restretch(chunk * cfg_.chunk, (chunk + 1) * cfg_.chunk);
+}
+
+// The shortest stretch that holds `need`; of those, one whose start (or first chunk boundary, for
+// a chunk or more) is aligned, then the lowest: find_from's order where nothing is unbacked.
+Arena::Spot Arena::find_stretch(uint64_t need) const {
+  Spot best;
+  auto it = stretches_.lower_bound({need, 0});
+  if (it == stretches_.end()) return best;
+  const uint64_t len = it->first;
+  for (; it != stretches_.end() && it->first == len; ++it) {
+    const uint64_t a = it->second, b = a + len;
+    const uint64_t aligned = (a + cfg_.chunk - 1) / cfg_.chunk * cfg_.chunk;
+    for (uint64_t start : {aligned, a}) {
+      if (start + need > b || (start != a && need < cfg_.chunk)) continue;
+      if (!best.ok || std::pair(start % cfg_.chunk != 0, start) < std::pair(best.offset % cfg_.chunk != 0, best.offset)) {
+        best = Spot{true, start, need, 0};
+      }
+    }
+  }
+  return best;
+}
+
+void Arena::restretch(uint64_t lo, uint64_t hi) {
+  // Only chunks below the untouched tail are ever device-backed, and a tail run is long.
+  const uint64_t tail = touched_ * cfg_.chunk;
+  // Out to the runs around [lo, hi): free pieces that reach into it or end or start at its edges.
+  auto it = free_.lower_bound(lo);
+  while (it != free_.begin()) {
+    auto p = std::prev(it);
+    if (p->first + p->second.size < lo) break;
+    lo = p->first;
+    it = p;
+  }
+  for (auto r = it; r != free_.end() && r->first <= hi && r->first < tail; ++r) hi = std::max(hi, r->first + r->second.size);
+  hi = std::min(hi, tail);
+  for (auto s = stretch_at_.lower_bound(lo); s != stretch_at_.end() && s->first < hi;) {
+    stretches_.erase({s->second, s->first});
+    s = stretch_at_.erase(s);
+  }
+  // The runs in [lo, hi), cut where a chunk is not device-backed, as find_from cuts them.
+  while (it != free_.end() && it->first < hi) {
+    const uint64_t at = it->first;
+    uint64_t end = at + it->second.size;
+    for (++it; it != free_.end() && it->first == end && end < hi; ++it) end += it->second.size;
+    end = std::min(end, hi);
+    for (uint64_t a = at; a < end;) {
+      uint64_t b = a;
+      while (b < end && backing_[b / cfg_.chunk] == Backing::device) b = std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk);
+      if (b > a) {
+        stretches_.insert({b - a, a});
+        stretch_at_[a] = b - a;
+      }
+      a = b < end ? std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk) : end;
+    }
+  }
+}
 
 Arena::Spot Arena::find_by_walk(uint64_t bytes, bool device_only) const {
   return find_from(bytes, device_only, cfg_.chunks);
@@ -153,6 +220,7 @@ bool Arena::take(uint64_t offset, uint64_t size, Grant* g) {
   live_[offset] = size;
   add_live(offset, size, +1, &g->woken);
   touched_ = std::max(touched_, last_chunk(offset, size) + 1);
+  restretch(offset, end);
   return true;
 }
 
@@ -187,6 +255,7 @@ Arena::Freed Arena::give(uint64_t offset, Tag tag) {
       free_[lo] = std::move(piece);
     }
   }
+  restretch(offset, offset + f.size);
   return f;
 }
 

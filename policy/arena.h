@@ -14,6 +14,7 @@
 // keeping: no CUDA, no globals.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -68,10 +69,7 @@ class Arena {
   // Tags on free space in the chunk (what must be over before its memory goes).
   std::vector<Tag> tags_in(uint64_t chunk) const;
 
-  void set_backing(uint64_t chunk, Backing b) {
-    backing_[chunk] = b;
-    if (b != Backing::none && chunk >= touched_) touched_ = chunk + 1;
-  }
+  void set_backing(uint64_t chunk, Backing b);
   Backing backing(uint64_t chunk) const { return backing_[chunk]; }
   uint64_t live_in(uint64_t chunk) const { return live_in_[chunk]; }
   uint64_t size_of(uint64_t offset) const;  // of the live allocation there; 0: none
@@ -92,6 +90,12 @@ class Arena {
   void unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped);
   void add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed);
   Spot find_from(uint64_t bytes, bool device_only, uint64_t pristine) const;
+  // The free space over device-backed chunks, as find_from cuts it into stretches, kept by
+  // (length, start) and by start: find(device_only), at every reuse of freed memory, then looks
+  // at the shortest stretch that fits instead of walking every free run of the slab. restretch
+  // cuts again the runs that touch [lo, hi) after a change there.
+  void restretch(uint64_t lo, uint64_t hi);
+  Spot find_stretch(uint64_t need) const;
 
   Config cfg_;
   std::map<uint64_t, Piece> free_;       // offset -> free run, within one chunk; merged there
@@ -108,6 +112,8 @@ class Arena {
   std::unordered_map<Tag, TagRuns> refs_;
   // Chunks from here on were never taken or backed: wholly free, untagged, unbacked.
   uint64_t touched_ = 0;
+  std::set<std::pair<uint64_t, uint64_t>> stretches_;  // (length, start)
+  std::map<uint64_t, uint64_t> stretch_at_;            // start -> length
 };
 
 }  // namespace gms::policy

@@ -34,7 +34,7 @@ uint64_t alloc(Arena& a, uint64_t bytes, bool device_only, Arena::Grant* g = nul
 // not), settles and backings over a slab with a long untouched tail. And a settled tag is gone
 // from every chunk.
 TEST(Arena, FindSkipsTheUntouchedTailWithTheSameAnswerAsAWalk) {
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
+  for (uint32_t seed = 1; seed <= 100; ++seed) {
     Arena a = make(64);
     uint32_t x = seed;
     auto next = [&](uint32_t n) {
@@ -43,7 +43,7 @@ TEST(Arena, FindSkipsTheUntouchedTailWithTheSameAnswerAsAWalk) {
     };
     std::vector<uint64_t> live;
     Arena::Tag tag = 0;
-    for (int op = 0; op < 400; ++op) {
+    for (int op = 0; op < 800; ++op) {
       const uint64_t bytes = (1 + next(40)) * MiB;
       for (bool device_only : {false, true}) {
         const Arena::Spot s = a.find(bytes, device_only), w = a.find_by_walk(bytes, device_only);
