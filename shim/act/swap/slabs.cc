@@ -1,6 +1,7 @@
 #include "slabs.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "act/config.h"
 #include "core/log.h"
@@ -25,6 +26,20 @@ Slab* Slabs::slab_of(uintptr_t a) {
 }
 
 namespace {
+
+std::atomic<uint64_t> g_threads{0};
+
+// The stream `use` is ordered on, when its handle can name no other stream ever: the legacy default
+// stream (1), or the calling thread's per-thread default stream (a number of the thread's own,
+// never given to another thread). 0: any other stream, whose handle a destroyed stream's may be.
+uint64_t own_stream(const Use& use) {
+  if (!use.stream_ordered) return 0;
+  const CUstream s = use.stream;
+  if (s == CU_STREAM_LEGACY || (s == nullptr && !use.per_thread)) return 1;
+  if (s != CU_STREAM_PER_THREAD && !(s == nullptr && use.per_thread)) return 0;
+  thread_local const uint64_t id = 2 + g_threads.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
 policy::Arena::Backing backing_of(const Range& r) {
   const Chunk& c = r.chunk;
   return c.on_device() ? policy::Arena::Backing::device : c.host.handle ? policy::Arena::Backing::host : policy::Arena::Backing::none;
@@ -78,13 +93,15 @@ void Slabs::settle_chunk(Slab& sl, uint64_t c) {
   }
 }
 
-void Slabs::wait_frees(const policy::Arena::Grant& g, const Use& use) {
+void Slabs::wait_frees(const policy::Arena::Grant& g, const Use& use, int dev) {
+  const uint64_t own = own_stream(use);
   for (Tag t : g.waits) {
     auto it = tags.find(t);
     if (it == tags.end()) continue;
     if (use.stream_ordered) {
-      // Even on what looks like the same stream: the per-thread default stream is one per
-      // thread, and a destroyed stream's handle comes back.
+      // The same default stream orders the use after the free by itself. Any other handle may be
+      // a destroyed stream's given out again, and the per-thread default stream is one a thread.
+      if (own != 0 && own == it->second.stream && dev == it->second.stream_dev) continue;
       gpu_wait(it->second.mark, use.stream, use.per_thread);
     } else {
       Timed timed(Timing::swap_wait_ns);
@@ -150,7 +167,7 @@ void Slabs::bury(Slab& sl, uint64_t c) {
 
 CUdeviceptr Slabs::hand_out(Slab& sl, const policy::Arena::Spot& spot, const policy::Arena::Grant& g, const Use& use,
                             std::vector<Woken>* woken) {
-  wait_frees(g, use);
+  wait_frees(g, use, sl.dev);  // the calling thread's device: the slab is the one found for it
   wake(sl, g, woken);
   return static_cast<CUdeviceptr>(sl.base + spot.offset);
 }
@@ -358,7 +375,8 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintp
     Mark e = mk.take();
     if (e.event && record(e, driver::stream_handle(use.stream, use.per_thread))) {
       tag = s.next_tag++;
-      s.tags[tag] = Slabs::Tagged{e, sl};
+      const uint64_t own = own_stream(use);
+      s.tags[tag] = Slabs::Tagged{e, sl, own, own ? driver::current_device() : -1};
       s.tag_order.push_back(tag);
     } else {
       mk.give(e);

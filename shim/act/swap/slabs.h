@@ -49,10 +49,14 @@ struct Slabs {
   // kept for the next allocation, the first to go for room.
   std::deque<uintptr_t> dead;
   uint64_t dead_device[kMaxDevices] = {};
-  // Stream-ordered frees whose space may still be in use: the event, and the slab it tags.
+  // Stream-ordered frees whose space may still be in use: the event, the slab it tags, and the
+  // stream it was ordered on when no other stream can ever have its handle (own_stream), with the
+  // device of its context (each context has default streams of its own).
   struct Tagged {
     Mark mark;
     Slab* slab = nullptr;
+    uint64_t stream = 0;
+    int stream_dev = -1;
   };
   std::unordered_map<Tag, Tagged> tags;
   std::deque<Tag> tag_order;  // oldest first; some may be gone from `tags`
@@ -85,8 +89,9 @@ struct Slabs {
 
  private:
   void drop_tag(Tag t);
-  // The use of space handed out waits for the frees it covers: on the GPU when stream-ordered.
-  void wait_frees(const policy::Arena::Grant& g, const Use& use);
+  // The use of space handed out waits for the frees it covers: on the GPU when stream-ordered,
+  // not at all on the default stream the free was ordered on.
+  void wait_frees(const policy::Arena::Grant& g, const Use& use, int dev);
   // The chunks of `g` that held nothing live: off the dead list, to be tracked again.
   void wake(Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken);
   // Waits here for the frees of the chunk's free space: nothing queued before them may still use it.

@@ -18,6 +18,8 @@
 // - an allocation of several chunks is mapped with one access call;
 // - the device memory of a freed chunk given back for room backs the next new chunk.
 // The runner checks the shim's statistics.
+#include <thread>
+
 #include "swap_common.h"
 
 using namespace swap_test;
@@ -100,6 +102,23 @@ int main() {
     CK(cuMemAllocAsync(&e, 4 * MiB, st2));  // another stream waits for the free on the GPU
     CHECK(e == b);
     CHECK(wait.added() == 2 && esync.added() == 0);
+    // The legacy default stream is one stream for good: used again there, no wait. On another, one.
+    CK(cuMemFreeAsync(e, nullptr));
+    CK(cuMemAllocAsync(&e, 4 * MiB, CU_STREAM_LEGACY));
+    CHECK(e == b && wait.added() == 2);
+    CK(cuMemFreeAsync(e, CU_STREAM_LEGACY));
+    CK(cuMemAllocAsync(&e, 4 * MiB, st2));
+    CHECK(e == b && wait.added() == 3 && esync.added() == 0);
+    // A thread's per-thread default stream is its own: that thread alone uses the space unwaited.
+    CK(cuMemFreeAsync(e, CU_STREAM_PER_THREAD));
+    CK(cuMemAllocAsync(&e, 4 * MiB, CU_STREAM_PER_THREAD));
+    CHECK(e == b && wait.added() == 3);
+    CK(cuMemFreeAsync(e, CU_STREAM_PER_THREAD));
+    std::thread([&] {
+      preload::use_device0();
+      CK(cuMemAllocAsync(&e, 4 * MiB, CU_STREAM_PER_THREAD));
+    }).join();
+    CHECK(e == b && wait.added() == 4 && esync.added() == 0);
     CK(cuMemFreeAsync(e, st2));
     CK(cuMemAlloc(&f, 4 * MiB));  // not stream-ordered: waits here
     CHECK(f == b);
