@@ -26,7 +26,14 @@ void Arena::set_backing(uint64_t chunk, Backing b) {
   const bool was_device = backing_[chunk] == Backing::device;
   backing_[chunk] = b;
   if (b != Backing::none && chunk >= touched_) touched_ = chunk + 1;
-  if (was_device != (b == Backing::device)) restretch(chunk * cfg_.chunk, (chunk + 1) * cfg_.chunk);
+  if (was_device == (b == Backing::device)) return;
+  const uint64_t lo = chunk * cfg_.chunk, hi = lo + cfg_.chunk;
+  if (!was_device) {
+    // Its free pieces (merged within the chunk) join the stretches they touch.
+    for (auto it = free_.lower_bound(lo); it != free_.end() && it->first < hi; ++it) stretch(it->first, it->first + it->second.size);
+  } else {
+    unstretch(lo, hi);
+  }
 }
 
 // The shortest stretch that holds `need`; of those, one whose start (or first chunk boundary, for
@@ -49,39 +56,42 @@ Arena::Spot Arena::find_stretch(uint64_t need) const {
   return best;
 }
 
-void Arena::restretch(uint64_t lo, uint64_t hi) {
-  // Only chunks below the untouched tail are ever device-backed, and a tail run is long.
-  const uint64_t tail = touched_ * cfg_.chunk;
-  // Out to the runs around [lo, hi): free pieces that reach into it or end or start at its edges.
-  auto it = free_.lower_bound(lo);
-  while (it != free_.begin()) {
-    auto p = std::prev(it);
-    if (p->first + p->second.size < lo) break;
-    lo = p->first;
-    it = p;
-  }
-  for (auto r = it; r != free_.end() && r->first <= hi && r->first < tail; ++r) hi = std::max(hi, r->first + r->second.size);
-  hi = std::min(hi, tail);
-  for (auto s = stretch_at_.lower_bound(lo); s != stretch_at_.end() && s->first < hi;) {
-    stretches_.erase({s->second, s->first});
-    s = stretch_at_.erase(s);
-  }
-  // The runs in [lo, hi), cut where a chunk is not device-backed, as find_from cuts them.
-  while (it != free_.end() && it->first < hi) {
-    const uint64_t at = it->first;
-    uint64_t end = at + it->second.size;
-    for (++it; it != free_.end() && it->first == end && end < hi; ++it) end += it->second.size;
-    end = std::min(end, hi);
-    for (uint64_t a = at; a < end;) {
-      uint64_t b = a;
-      while (b < end && backing_[b / cfg_.chunk] == Backing::device) b = std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk);
-      if (b > a) {
-        stretches_.insert({b - a, a});
-        stretch_at_[a] = b - a;
-      }
-      a = b < end ? std::min(end, (b / cfg_.chunk + 1) * cfg_.chunk) : end;
+void Arena::put_stretch(uint64_t a, uint64_t b) {
+  if (b <= a) return;
+  stretches_.insert({b - a, a});
+  stretch_at_[a] = b - a;
+}
+
+void Arena::unstretch(uint64_t lo, uint64_t hi) {
+  auto it = stretch_at_.upper_bound(lo);
+  if (it != stretch_at_.begin() && std::prev(it)->first + std::prev(it)->second > lo) --it;
+  while (it != stretch_at_.end() && it->first < hi) {
+    const uint64_t a = it->first, b = a + it->second;
+    stretches_.erase({it->second, a});
+    it = stretch_at_.erase(it);
+    put_stretch(a, std::min(b, lo));  // (before `it`)
+    if (b > hi) {
+      put_stretch(hi, b);
+      break;
     }
   }
+}
+
+void Arena::stretch(uint64_t lo, uint64_t hi) {
+  auto left = stretch_at_.lower_bound(lo);
+  if (left != stretch_at_.begin() && std::prev(left)->first + std::prev(left)->second == lo) {
+    --left;
+    lo = left->first;
+    stretches_.erase({left->second, left->first});
+    stretch_at_.erase(left);
+  }
+  auto right = stretch_at_.find(hi);
+  if (right != stretch_at_.end()) {
+    hi += right->second;
+    stretches_.erase({right->second, right->first});
+    stretch_at_.erase(right);
+  }
+  put_stretch(lo, hi);
 }
 
 Arena::Spot Arena::find_by_walk(uint64_t bytes, bool device_only) const {
@@ -220,7 +230,7 @@ bool Arena::take(uint64_t offset, uint64_t size, Grant* g) {
   live_[offset] = size;
   add_live(offset, size, +1, &g->woken);
   touched_ = std::max(touched_, last_chunk(offset, size) + 1);
-  restretch(offset, end);
+  unstretch(offset, end);
   return true;
 }
 
@@ -255,7 +265,9 @@ Arena::Freed Arena::give(uint64_t offset, Tag tag) {
       free_[lo] = std::move(piece);
     }
   }
-  restretch(offset, offset + f.size);
+  for (uint64_t c = first_chunk(offset); c <= last_chunk(offset, f.size); ++c) {
+    if (backing_[c] == Backing::device) stretch(std::max(offset, c * cfg_.chunk), std::min(offset + f.size, (c + 1) * cfg_.chunk));
+  }
   return f;
 }
 

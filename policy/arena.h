@@ -90,11 +90,14 @@ class Arena {
   void unref(const std::vector<Tag>& tags, std::vector<Tag>* dropped);
   void add_live(uint64_t offset, uint64_t size, int sign, std::vector<uint64_t>* changed);
   Spot find_from(uint64_t bytes, bool device_only, uint64_t pristine) const;
-  // The free space over device-backed chunks, as find_from cuts it into stretches, kept by
-  // (length, start) and by start: find(device_only), at every reuse of freed memory, then looks
-  // at the shortest stretch that fits instead of walking every free run of the slab. restretch
-  // cuts again the runs that touch [lo, hi) after a change there.
-  void restretch(uint64_t lo, uint64_t hi);
+  // The free space over device-backed chunks, as find_from cuts it into stretches (maximal, across
+  // chunk boundaries), kept by (length, start) and by start: find(device_only), at every reuse of
+  // freed memory, then looks at the shortest stretch that fits instead of walking every free run
+  // of the slab. Kept up to date where space is taken (unstretch), freed (stretch, which joins the
+  // neighbours) and where a chunk's backing changes, without a walk.
+  void put_stretch(uint64_t a, uint64_t b);
+  void unstretch(uint64_t lo, uint64_t hi);
+  void stretch(uint64_t lo, uint64_t hi);
   Spot find_stretch(uint64_t need) const;
 
   Config cfg_;
