@@ -10,12 +10,16 @@ bool KeepCopies::keep_next() {
   // pause otherwise.
   if (paused_ > 0) {
     --paused_;
-  } else if (unchanged_ * 4 < in_) {
+  } else if (unchanged_ * 4 < uint64_t{in_} * kScale) {
     paused_ = kPauseWindows;
   }
   in_ = 0;
   unchanged_ = 0;
   return keep;
+}
+
+void KeepCopies::left_unchanged(uint32_t same, uint32_t pieces) {
+  if (pieces != 0) unchanged_ += uint64_t{same} * kScale / pieces;
 }
 
 }  // namespace gms::policy

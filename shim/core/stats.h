@@ -54,7 +54,7 @@ namespace gms {
   X(swap_dropped_dead, "device memory of chunks with nothing live given back to the driver")   \
   X(swap_dropped_spare, "spare device memory given back to the driver to stay within the budget") \
   X(swap_kept, "chunks brought in that kept their host copy and the sum of what came in (policy/keep_copies.h)") \
-  X(swap_unchanged, "evicted chunks whose host copy was still right (the same sum as they came in with): not copied out") \
+  X(swap_unchanged, "evicted chunks whose host copy was still right in some of their 2 MiB pieces (the same sums as they came in with), and the bytes of those pieces: not copied out") \
   X(swap_rounds_out_only, "rounds of moves with copies out only")                             \
   X(swap_rounds_in_only, "rounds of moves with copies in only")                               \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \

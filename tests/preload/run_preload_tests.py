@@ -948,10 +948,12 @@ class PreloadSwap(PreloadCase):
         run = self.run_program("swap_unchanged", env=env)
         self.assertIn("swap unchanged ok", run.stdout)
         d = self.only_stats(run)["decisions"]
-        # Left as they came in: a, c and a in the steps, then c and a for the checks' copies (which
-        # bring a and c in). Copied out: a, b and c the first time (never in), then b, changed.
-        self.assertEqual(d["swap_unchanged"]["calls"], 5)
-        self.assertEqual(d["evicted"]["calls"], 5 + 4)
+        # Left as they came in: a, c and a in the steps, then c once b's tail changed, then a for the
+        # checks' copies (which bring b in); b with its head unchanged. Copied out: a, b and c the
+        # first time (never in), then b, changed, then b's tail.
+        self.assertEqual(d["swap_unchanged"]["calls"], 6)
+        self.assertEqual(d["swap_unchanged"]["bytes"], (5 * 4 + 2) * MiB)
+        self.assertEqual(d["evicted"]["calls"], 6 + 4)
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
     def test_forecast_keeps_memory_freed_idle(self):

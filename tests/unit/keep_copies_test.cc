@@ -40,6 +40,27 @@ TEST(KeepCopies, AQuarterLeavingUnchangedIsEnough) {
   EXPECT_FALSE(less.keeping());
 }
 
+// Every kept chunk leaves with `same` of its 32 pieces unchanged; whether copies are still kept
+// after `windows` windows.
+bool keeping_with_pieces(uint32_t same, uint32_t windows) {
+  KeepCopies k;
+  for (uint32_t w = 0; w < windows; ++w) {
+    for (uint32_t i = 0; i < KeepCopies::kWindow; ++i) {
+      if (i + 1 < KeepCopies::kWindow && k.keeping()) k.left_unchanged(same, 32);
+      k.keep_next();
+    }
+  }
+  return k.keeping();
+}
+
+TEST(KeepCopies, AChunkCountsForTheShareOfItsPiecesLeftUnchanged) {
+  // Training: chunks whose weights stay the same beside written activations pay by their pieces.
+  EXPECT_TRUE(keeping_with_pieces(16, 4));
+  EXPECT_TRUE(keeping_with_pieces(9, 4));   // over a quarter
+  EXPECT_FALSE(keeping_with_pieces(7, 1));  // less: paused
+  EXPECT_FALSE(keeping_with_pieces(0, 1));
+}
+
 TEST(KeepCopies, PausedWhereNoneLeavesUnchangedThenTriedAgain) {
   KeepCopies k;  // training: chunks written, or brought back once and freed
   EXPECT_EQ(run(k, 1, 0), KeepCopies::kWindow);  // the first window keeps them all: no verdict yet

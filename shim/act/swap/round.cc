@@ -5,6 +5,7 @@
 #include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "sum_mix.h"
 #include "sums.h"
 
 namespace gms::act::swap {
@@ -83,7 +84,7 @@ bool plan(Round& round) {
       fail(m, "eviction", r, range.size);
       continue;
     }
-    Round::Out o{at, h, -1, 0, false, {}};
+    Round::Out o{at, h};
     o.sum = kept ? c.sum : -1;
     o.salt = c.salt;
     round.outs.push_back(o);
@@ -169,7 +170,12 @@ void check_unchanged(Round& round) {
   for (auto& [o, slot] : checks) {
     const int dev = o->at.range->dev;
     const uint64_t *was = sum_of(dev, o->sum), *now = sum_of(dev, slot);
-    o->unchanged = ok && was[0] == now[0] && was[1] == now[1];
+    if (ok) {
+      o->changed = 0;
+      for (unsigned k = 0; k < sum::pieces(o->at.size()); ++k) {
+        if (was[2 * k] != now[2 * k] || was[2 * k + 1] != now[2 * k + 1]) o->changed |= 1u << k;
+      }
+    }
     if (ok) give_sum_slot(dev, slot);  // else its sum may still land there: left to leak
     give_sum_slot(dev, o->sum);
     o->sum = -1;
@@ -193,13 +199,29 @@ void copy_outs(Round& round) {
   // Gated under scan order only: context order waits for its copies on the host right after the
   // remaps, where the gate costs more than it saves (docs/analysis/swap-notes.md, "The copy gate").
   std::erase_if(outs, [&](Round::Out& o) {
-    if (o.unchanged) {  // no copy, nothing to wait for: its device memory is free now
-      runtime_stats().decision(Decision::swap_unchanged, o.at.size());
-      backings().keep_copies.left_unchanged();
-      return false;
+    const unsigned pieces = sum::pieces(o.at.size());
+    const uint32_t all = pieces >= 32 ? ~0u : (1u << pieces) - 1;
+    o.changed &= all;
+    if (o.changed != all) {  // a kept copy, right in the pieces that did not change
+      const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
+      runtime_stats().decision(Decision::swap_unchanged, uint64_t{same} * sum::kPiece);
+      backings().keep_copies.left_unchanged(same, pieces);
     }
-    CUresult c = mk.copy_out(o.host.side, o.at.chunk().device.side, o.at.size(), round.out_stream, round.out_pt,
-                             round.scan ? o.at.range->dev : -1);
+    if (o.changed == 0) return false;  // no copy, nothing to wait for: its device memory is free now
+    // The changed pieces, in runs of neighbours.
+    CUresult c = CUDA_SUCCESS;
+    for (unsigned k = 0; k < pieces && c == CUDA_SUCCESS;) {
+      if (!(o.changed >> k & 1)) {
+        ++k;
+        continue;
+      }
+      unsigned end = k;
+      while (end < pieces && (o.changed >> end & 1)) ++end;
+      const uint64_t from = uint64_t{k} * sum::kPiece, to = std::min<uint64_t>(o.at.size(), uint64_t{end} * sum::kPiece);
+      c = mk.copy_out(o.host.side + from, o.at.chunk().device.side + from, to - from, round.out_stream, round.out_pt,
+                      round.scan ? o.at.range->dev : -1);
+      k = end;
+    }
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = mk.take();
       events = events && o.copied.event && record(o.copied, driver::stream_handle(round.out_stream, round.out_pt));

@@ -31,7 +31,9 @@ struct Round {
     Backing host;  // the copy: new, or the one the chunk kept when it came in (Chunk::clean)
     int sum = -1;  // with a kept copy: the slot of the sum the chunk came in with
     uint64_t salt = 0;  // and that sum's salt
-    bool unchanged = false;  // the sum is the same now: the kept copy is right, nothing to copy
+    // The pieces (sum_mix.h) to copy out: with a kept copy, those whose sum changed since the
+    // chunk came in (none: the kept copy is right, nothing to copy); else all of them.
+    uint32_t changed = ~0u;
     Mark copied;   // recorded after the copy (scan order)
     bool lent = false;  // context order: its device memory went to a copy in (copy_ins)
   };

@@ -32,8 +32,17 @@ GMS_SUM_FN uint64_t lane_b(uint64_t word, uint64_t i) { return mix((word ^ 0x632
 GMS_SUM_FN uint64_t salt_a(uint64_t salt) { return mix(salt ^ 0x2545f4914f6cdd1dull); }
 GMS_SUM_FN uint64_t salt_b(uint64_t salt) { return mix(salt + 0x7f4a7c159e3779b9ull); }
 
-// The kernel's name in the module (sums.cu) and its shape: out[0] and out[1] must be zero first.
-//   gms_chunk_sum(const uint64_t* words, uint64_t n, uint64_t* out, uint64_t salt)
+// A chunk is summed piece by piece (2 MiB, the driver's mapping granularity), so that an eviction
+// copies out only the pieces that changed: a chunk holds allocations with different futures, and
+// one written piece no longer costs the copy of the whole chunk.
+constexpr uint64_t kPiece = 2ull << 20;
+constexpr unsigned kMaxPieces = 32;  // the largest chunk, 64 MiB
+constexpr unsigned pieces(uint64_t bytes) { return static_cast<unsigned>((bytes + kPiece - 1) / kPiece); }
+
+// The kernel's name in the module (sums.cu) and its shape, one row of blocks a piece (gridDim.y):
+// piece k's lanes are added into out[2k] and out[2k + 1], which must be zero first; each word's
+// place i counts from the chunk's start, and each piece is salted.
+//   gms_chunk_sum(const uint64_t* words, uint64_t n, uint64_t* out, uint64_t salt, uint64_t piece_words)
 constexpr const char* kKernel = "gms_chunk_sum";
 constexpr unsigned kThreads = 256;  // a multiple of the warp: the kernel reduces warp by warp
 

@@ -1,5 +1,6 @@
 #include "sums.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "act/swap/sum_mix.h"
@@ -13,7 +14,8 @@ using driver::call_real;
 
 namespace {
 
-constexpr int kSlotsPerBlock = 4096;  // 64 KiB of device memory and as much pinned host memory
+constexpr int kSlotsPerBlock = 1024;  // 512 KiB of device memory and as much pinned host memory
+constexpr uint64_t kSlotWords = 2 * sum::kMaxPieces;  // two lanes a piece
 
 struct Block {
   CUdeviceptr device = 0;
@@ -70,8 +72,8 @@ int take_sum_slot(int dev) {
   if (d.free.empty()) {
     Block b;
     void* h = nullptr;
-    if (call_real(GMS_REAL(cuMemAlloc_v2), &b.device, size_t{kSlotsPerBlock} * 16) != CUDA_SUCCESS) return -1;
-    if (call_real(GMS_REAL(cuMemHostAlloc), &h, size_t{kSlotsPerBlock} * 16, 0u) != CUDA_SUCCESS) {
+    if (call_real(GMS_REAL(cuMemAlloc_v2), &b.device, size_t{kSlotsPerBlock} * kSlotWords * 8) != CUDA_SUCCESS) return -1;
+    if (call_real(GMS_REAL(cuMemHostAlloc), &h, size_t{kSlotsPerBlock} * kSlotWords * 8, 0u) != CUDA_SUCCESS) {
       call_real(GMS_REAL(cuMemFree_v2), b.device);
       return -1;
     }
@@ -99,19 +101,26 @@ CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, uint64_t sa
   DeviceSums& d = g_sums[dev];
   const Block& b = d.slots[slot / kSlotsPerBlock];
   const int k = slot % kSlotsPerBlock;
-  CUdeviceptr out = b.device + static_cast<CUdeviceptr>(k) * 16;
-  CUresult r = call_real(GMS_REAL(cuMemsetD32Async), out, 0u, size_t{4}, stream);
-  unsigned long long n = bytes / 8;
+  const unsigned pieces = sum::pieces(bytes);
+  if (pieces > sum::kMaxPieces) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr out = b.device + static_cast<CUdeviceptr>(k) * kSlotWords * 8;
+  CUresult r = call_real(GMS_REAL(cuMemsetD32Async), out, 0u, size_t{4} * pieces, stream);
+  unsigned long long n = bytes / 8, piece_words = sum::kPiece / 8;
   unsigned long long s = salt;
-  void* params[] = {&p, &n, &out, &s};
+  void* params[] = {&p, &n, &out, &s, &piece_words};
+  const unsigned across = std::max(1u, d.blocks / pieces);  // the grid's blocks, shared by the pieces
   if (r == CUDA_SUCCESS) {
-    r = call_real(GMS_REAL(cuLaunchKernel), d.fn, d.blocks, 1u, 1u, sum::kThreads, 1u, 1u, 0u, stream, params,
+    r = call_real(GMS_REAL(cuLaunchKernel), d.fn, across, pieces, 1u, sum::kThreads, 1u, 1u, 0u, stream, params,
                   static_cast<void**>(nullptr));
   }
-  if (r == CUDA_SUCCESS) r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), static_cast<void*>(b.host + 2 * k), out, size_t{16}, stream);
+  if (r == CUDA_SUCCESS) {
+    r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), static_cast<void*>(b.host + kSlotWords * k), out, size_t{16} * pieces, stream);
+  }
   return r;
 }
 
-const uint64_t* sum_of(int dev, int slot) { return g_sums[dev].slots[slot / kSlotsPerBlock].host + 2 * (slot % kSlotsPerBlock); }
+const uint64_t* sum_of(int dev, int slot) {
+  return g_sums[dev].slots[slot / kSlotsPerBlock].host + kSlotWords * (slot % kSlotsPerBlock);
+}
 
 }  // namespace gms::act::swap

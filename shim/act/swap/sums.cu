@@ -1,4 +1,4 @@
-// The GPU's side of act/swap/sums.h: the checksum of one chunk (sum_mix.h), compiled to PTX at
+// The GPU's side of act/swap/sums.h: the checksums of one chunk's pieces (sum_mix.h), compiled to PTX at
 // build time and loaded by the shim with cuModuleLoadData (the shim links no CUDA runtime).
 #include "sum_mix.h"
 
@@ -8,11 +8,13 @@ using gms::act::swap::sum::salt_a;
 using gms::act::swap::sum::salt_b;
 
 extern "C" __global__ void gms_chunk_sum(const unsigned long long* __restrict__ words, unsigned long long n,
-                                         unsigned long long* out, unsigned long long salt) {
+                                         unsigned long long* out, unsigned long long salt, unsigned long long piece_words) {
   const bool first = blockIdx.x == 0 && threadIdx.x == 0;
   unsigned long long a = first ? salt_a(salt) : 0, b = first ? salt_b(salt) : 0;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+  const unsigned long long from = blockIdx.y * piece_words, to = min(n, from + piece_words);
+  out += 2 * blockIdx.y;
+  for (unsigned long long i = from + blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < to; i += stride) {
     const unsigned long long w = words[i];
     a += lane_a(w, i);
     b += lane_b(w, i);

@@ -7,8 +7,10 @@
 // way. The sum (sum_mix.h) changes with any changed word; it reads the chunk once at the device
 // memory's speed, where a copy out crosses the link (docs/design/schedule.md).
 //
-// Each sum has a slot: 16 bytes of device memory the kernel adds into and 16 bytes of pinned host
-// memory it is copied to, both made in blocks when first needed. Caller holds mu().
+// A chunk's sum is one per 2 MiB piece (sum_mix.h, kPiece), so that a chunk partly written copies
+// out only the pieces that changed. Each sum has a slot: two words a piece of device memory the
+// kernel adds into and as much pinned host memory it is copied to, both made in blocks when first
+// needed. Caller holds mu().
 #include <cstdint>
 
 #include "base.h"
@@ -23,12 +25,13 @@ bool sums_ready(int dev);
 // current context's device.
 int take_sum_slot(int dev);
 void give_sum_slot(int dev, int slot);
-// Queues on `stream`: the sum of the `bytes` at `p` (device memory, a multiple of 8 bytes) salted
-// with `salt` into `slot`, then its copy to the host, where sum_of reads it once the stream's work
-// is over. A chunk's check uses the salt of its sum as it came in (new_salt).
+// Queues on `stream`: the sums of the pieces of the `bytes` at `p` (device memory, a multiple of 8
+// bytes, at most sum::kMaxPieces pieces) salted with `salt` into `slot`, then their copy to the host,
+// where sum_of reads them once the stream's work is over. A chunk's check uses the salt of its sum
+// as it came in (new_salt).
 CUresult queue_sum(int dev, int slot, CUdeviceptr p, uint64_t bytes, uint64_t salt, CUstream stream);
 uint64_t new_salt();
-// The sum in `slot` (two words), as the last queued sum left it.
+// The sums in `slot` (two words a piece), as the last queued sum left them.
 const uint64_t* sum_of(int dev, int slot);
 
 }  // namespace gms::act::swap

@@ -1,5 +1,6 @@
 // The stand-in driver's copies and memsets, synchronous but for the async copies it holds back
 // (fake_cuda_set_defer), as a GPU's copy engine runs them later.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -280,8 +281,12 @@ FAKE_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const
           return htod_async(d, s, n);)
 FAKE_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void* d, CUdeviceptr s, size_t n, CUstream),
           return dtoh_async(d, s, n);)
+namespace {
+std::atomic<unsigned long long> g_dtod_async_bytes{0};
+}  // namespace
+FAKE_EXPORT unsigned long long fake_cuda_dtod_async_bytes() { return g_dtod_async_bytes.load(); }
 FAKE_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream),
-          return dtod(d, s, n);)
+          g_dtod_async_bytes += n; return dtod(d, s, n);)
 FAKE_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D* c), return copy_2d(c);)
 FAKE_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D* c), return copy_2d(c);)
 FAKE_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D* c, CUstream), return copy_2d(c);)

@@ -38,6 +38,10 @@ void fake_cuda_fail_device_creates(int n);
 // GPU's copies behind that wait would have been held back meanwhile).
 unsigned long fake_cuda_access_calls_gated(void);
 
+// Bytes copied by cuMemcpyDtoDAsync (both flavours) so far: the interposer's own copies between
+// side ranges.
+unsigned long long fake_cuda_dtod_async_bytes(void);
+
 // The next async copy (host to device or back) calls fn(arg) first, before it looks at the host
 // memory: a test's way to make something happen between an interposer's decision and the driver's
 // look. Once only.

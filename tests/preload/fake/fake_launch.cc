@@ -99,21 +99,25 @@ FAKE_IMPL(cuFuncGetParamInfo)(CUfunction f, size_t index, size_t* offset, size_t
 
 namespace {
 
-// The chunk checksum (act/swap/sum_mix.h) over the memory at params[0], params[1] words, salted
-// with params[3], added into the two words at params[2], as the GPU's kernel does.
+// The chunk checksums (act/swap/sum_mix.h) over the memory at params[0], params[1] words, piece by
+// piece of params[4] words, each salted with params[3], added into two words a piece at params[2],
+// as the GPU's kernel does.
 void chunk_sum(void** params) {
   namespace sum = gms::act::swap::sum;
   const auto* w = reinterpret_cast<const uint64_t*>(*static_cast<CUdeviceptr*>(params[0]));
   const uint64_t n = *static_cast<unsigned long long*>(params[1]);
   auto* out = reinterpret_cast<uint64_t*>(*static_cast<CUdeviceptr*>(params[2]));
   const uint64_t salt = *static_cast<unsigned long long*>(params[3]);
-  uint64_t a = sum::salt_a(salt), b = sum::salt_b(salt);
-  for (uint64_t i = 0; i < n; ++i) {
-    a += sum::lane_a(w[i], i);
-    b += sum::lane_b(w[i], i);
+  const uint64_t piece = *static_cast<unsigned long long*>(params[4]);
+  for (uint64_t from = 0, k = 0; from < n; from += piece, ++k) {
+    uint64_t a = sum::salt_a(salt), b = sum::salt_b(salt);
+    for (uint64_t i = from; i < n && i < from + piece; ++i) {
+      a += sum::lane_a(w[i], i);
+      b += sum::lane_b(w[i], i);
+    }
+    out[2 * k] += a;
+    out[2 * k + 1] += b;
   }
-  out[0] += a;
-  out[1] += b;
 }
 
 int g_module;  // the one module's handle points here
