@@ -98,11 +98,46 @@ State& state() {
 struct LaunchUses {
   static constexpr size_t kMax = 256;
   uintptr_t bases[kMax];
+  uint32_t pieces[kMax];  // of each, those it uses (swap::await_ready)
   uint32_t n;
   bool overflow;
   bool unscanned;  // swap::finish_copies was called for it: swap::end_unscanned after it
 };
 thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
+
+// The 2 MiB pieces of each movable chunk that the allocations a launch (or transfer) points into
+// lie in, from its scan (swap::await_ready copies in those of chunks brought back lazily). A chunk
+// past the list, or its overflow, counts as used whole.
+struct PieceUses {
+  static constexpr size_t kMax = 256;
+  uintptr_t chunk[kMax];
+  uint32_t pieces[kMax];
+  uint32_t n;
+  bool overflow;
+  void clear() { n = 0, overflow = false; }
+  void add(uintptr_t c, uint32_t p) {
+    for (uint32_t k = 0; k < n; ++k) {
+      if (chunk[k] == c) {
+        pieces[k] |= p;
+        return;
+      }
+    }
+    if (n == kMax) {
+      overflow = true;
+      return;
+    }
+    chunk[n] = c;
+    pieces[n++] = p;
+  }
+  uint32_t of(uintptr_t c) const {
+    if (overflow) return ~0u;
+    for (uint32_t k = 0; k < n; ++k) {
+      if (chunk[k] == c) return pieces[k];
+    }
+    return ~0u;
+  }
+};
+thread_local PieceUses t_pieces __attribute__((tls_model("initial-exec"))) = {};
 
 // GPUMEMSHIM_TRACE: the allocations the calling thread's launch points into, from its scan to the
 // `launch` event written after the launch is queued (the correlation id exists only then).
@@ -171,7 +206,9 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
     // Movable memory: the regions are the chunks the allocation lies in.
     for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
       auto d = s.tracked.find(c);
-      if (d != s.tracked.end() && d->second.dev == dev) out.push_back(c);
+      if (d == s.tracked.end() || d->second.dev != dev) continue;
+      out.push_back(c);
+      t_pieces.add(c, swap::pieces_of(c, r->base, r->size));
     }
     return;
   }
@@ -432,9 +469,11 @@ bool prepare_use(State& s, const std::vector<policy::RegionId>& referenced, int 
         t_uses.overflow = true;
         break;
       }
+      t_uses.pieces[t_uses.n] = t_pieces.of(id);
       t_uses.bases[t_uses.n++] = id;
     }
-    swap::await_ready(t_uses.bases, t_uses.n, stream, per_thread);
+    t_pieces.clear();
+    swap::await_ready(t_uses.bases, t_uses.pieces, t_uses.n, stream, per_thread);
     if (t_uses.overflow) {
       swap::finish_copies();  // the ranges past the list are not awaited
       t_uses.unscanned = true;
@@ -628,6 +667,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
     QueueWindow window;  // after the moves, before the lock goes
     if (!params && !extra) return;
     if (quiet::unscanned(dev)) return quiet::count_launch();
+    t_pieces.clear();
     std::vector<policy::RegionId> referenced, ordered;
     Words words;
     Words* collect = tables::active() ? &words : nullptr;
@@ -732,6 +772,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   // Only the window: context order plans no transfer, and a quiet device's is work no scan saw.
   if (!scan || quiet::unscanned(dev)) return true;
   std::vector<policy::RegionId> referenced;
+  t_pieces.clear();
   const uintptr_t ends[2] = {a, b};
   scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
   // Only movable memory: moves are ordered against the copy; managed memory the driver keeps

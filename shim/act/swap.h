@@ -127,12 +127,18 @@ struct Move {
 // prefetches) overlap them. Chunks already where they should be stay.
 void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 
-// GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the chunks at `bases`. Before it: its
-// stream waits for copies in still under way into them, and parked chunks are mapped. After it
+// GPUMEMSHIM_SWAP_ORDER=scan, for a launch whose scan found the chunks at `bases`, using the 2 MiB
+// pieces `pieces[k]` of chunk k (bit j: bytes [j * 2 MiB, (j + 1) * 2 MiB) of it; null: all of
+// them). Before it: the pieces a chunk brought back lazily does not hold yet are copied in
+// (act/swap/fill.h), its stream waits for copies in still under way into them, and parked chunks
+// are mapped. After it
 // (`launched` or not, always once after await_ready): it is their last use on its stream, which
 // moves of their chunks wait for. `unmarked`: the launch also used ranges not listed; the next
 // round waits for the context.
-void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread);
+void await_ready(const uintptr_t* bases, const uint32_t* pieces, size_t n, CUstream stream, bool per_thread);
+// The pieces of the chunk at `chunk` that the allocation [base, base + size) lies in (for
+// await_ready).
+uint32_t pieces_of(uintptr_t chunk, uintptr_t base, uint64_t size);
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched);
 // Scan order, before work that no scan saw (a 2D, 3D, batched, peer or array copy, a graph
 // launch, a launch with too many ranges to list): waits until the shim's copies are over and maps

@@ -58,6 +58,8 @@ namespace gms {
   X(swap_rounds_out_only, "rounds of moves with copies out only")                             \
   X(swap_rounds_in_only, "rounds of moves with copies in only")                               \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
+  X(swap_filled, "pieces of chunks brought back lazily (GPUMEMSHIM_SWAP_LAZY), copied in when a use first needed them: calls and bytes") \
+  X(swap_unfilled, "pieces of chunks brought back lazily that left again before any use needed them: bytes copied neither in nor out") \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \
   X(evicted_early, "of those, evicted as soon as their uses were over, before room was needed (GPUMEMSHIM_SWAP_EARLY)") \

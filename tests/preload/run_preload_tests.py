@@ -956,6 +956,22 @@ class PreloadSwap(PreloadCase):
         self.assertEqual(d["evicted"]["calls"], 6 + 4)
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
 
+    def test_chunks_come_back_piece_by_piece(self):
+        env = dict(self.ENV, GPUMEMSHIM_SWAP_ORDER="scan", GPUMEMSHIM_SWAP_LEARN="off", GPUMEMSHIM_SWAP_EARLY="off",
+                   GPUMEMSHIM_SWAP_QUIET="off")
+        run = self.run_program("swap_lazy", "lazy", env=env)
+        self.assertIn("swap lazy ok", run.stdout)
+        d = self.only_stats(run)["decisions"]
+        # a2's piece was left out when A came back for a1 (twice it left before a2's launch: once
+        # uncopied, and at the end), and a1's and a2's pieces came in as their launches needed them.
+        self.assertGreater(d["swap_filled"]["calls"], 0)
+        self.assertGreaterEqual(d["swap_unfilled"]["bytes"], 2 * MiB)
+        self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
+        # Off: every chunk comes back whole (the program checks the bytes each launch copies).
+        run = self.run_program("swap_lazy", "off", env=dict(env, GPUMEMSHIM_SWAP_LAZY="off"))
+        self.assertIn("swap lazy ok", run.stdout)
+        self.assertNotIn("swap_filled", self.only_stats(run)["decisions"])
+
     def test_forecast_keeps_memory_freed_idle(self):
         evicted = {}
         for forecast in ("off", "on"):

@@ -5,6 +5,7 @@
 
 #include "act/config.h"
 #include "act/swap.h"
+#include "sum_mix.h"
 #include "sums.h"
 
 namespace gms::act::swap {
@@ -47,6 +48,27 @@ CUresult make_backing(uint64_t size, int dev, bool host, Backing* out) {
 }
 
 }  // namespace
+
+uint32_t all_pieces(uint64_t size) {
+  const unsigned n = sum::pieces(size);
+  return n >= 32 ? ~0u : (1u << n) - 1;
+}
+
+uint32_t pieces_touched(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
+  lo = std::max(lo, base);
+  hi = std::min<uintptr_t>(hi, base + size);
+  if (lo >= hi) return 0;
+  const uint64_t first = (lo - base) / sum::kPiece, last = (hi - 1 - base) / sum::kPiece;
+  return all_pieces((last + 1) * sum::kPiece) & ~all_pieces(first * sum::kPiece);
+}
+
+uint32_t pieces_covered(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
+  lo = std::max(lo, base);
+  hi = std::min<uintptr_t>(hi, base + size);
+  if (lo >= hi) return 0;
+  const uint64_t first = (lo - base + sum::kPiece - 1) / sum::kPiece, end = (hi - base) / sum::kPiece;
+  return end > first ? all_pieces(end * sum::kPiece) & ~all_pieces(first * sum::kPiece) : 0;
+}
 
 void set_parked(Chunk& c, bool parked) {
   if (c.parked != parked) g_parked.fetch_add(parked ? 1 : -1, std::memory_order_relaxed);
@@ -203,13 +225,51 @@ void Backings::drop_clean(Chunk& c) {
   c.sum = -1;
 }
 
-bool Backings::may_keep_clean(uint64_t bytes) {
+bool Backings::within_host_limit(uint64_t bytes) const {
   const uint64_t limit = placement_config().managed_limit;
-  return keep_copies.keep_next() && (limit == 0 || g_host_made.load(std::memory_order_relaxed) + bytes <= limit);
+  return limit == 0 || g_host_made.load(std::memory_order_relaxed) + bytes <= limit;
+}
+
+bool Backings::may_keep_clean(uint64_t bytes) { return keep_copies.keep_next() && within_host_limit(bytes); }
+
+void Backings::give_host_after(const Backing& h, CUstream in) {
+  Pending p;
+  p.done = marks().take();
+  if (!p.done.event || !record(p.done, in)) {
+    marks().give(p.done);
+    wait_stream(in, false);
+    give_host(h);
+    return;
+  }
+  p.hosts.push_back(h);
+  pending.push_back(std::move(p));
+}
+
+void Backings::cover(Chunk& c, uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
+  if (!c.lazy) return;
+  c.valid |= pieces_covered(base, size, lo, hi);
+  complete(c, size);
+}
+
+void Backings::complete(Chunk& c, uint64_t size) {
+  if (!c.lazy || (c.valid & all_pieces(size)) != all_pieces(size)) return;
+  CUstream in = marks().copy_stream(1);
+  if (in) {
+    give_host_after(c.host, in);
+  } else {
+    give_host(c.host);  // no stream of copies in: nothing was filled from it
+  }
+  c.host = {};
+  c.lazy = false;
+  c.valid = 0;
 }
 
 void Backings::release(Chunk& c, bool keep) {
   drop_clean(c);
+  if (c.lazy) {  // its host memory: after the copies in that may fill the chunk from it
+    c.valid = ~0u;
+    complete(c, c.device.size);
+  }
   if (c.on_device()) {
     if (keep) {
       give_device(c.device);

@@ -39,8 +39,19 @@ struct Chunk {
   Backing clean;
   int sum = -1;
   uint64_t salt = 0;
+  // Scan order, on the device, brought back lazily (GPUMEMSHIM_SWAP_LAZY, act/swap/fill.h): its
+  // host memory (`host`, kept) still holds the data of the 2 MiB pieces not in `valid`, which a use
+  // has copied in first.
+  bool lazy = false;
+  uint32_t valid = 0;
   bool on_device() const { return device.handle != 0; }
 };
+
+// The pieces (act/swap/sum_mix.h, 2 MiB) of a chunk of `size`, all of them; those that [lo, hi)
+// overlaps, of the chunk at `base`; those it covers whole.
+uint32_t all_pieces(uint64_t size);
+uint32_t pieces_touched(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi);
+uint32_t pieces_covered(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi);
 
 // Chunks parked, counted: a pointer query takes no lock while none is (unpark). A chunk that goes
 // away parked is counted off when its range is erased (release_dead).
@@ -97,6 +108,16 @@ struct Backings {
   // the oldest such batch; `after` is the batch's end, which whatever writes the memory waits for
   // on the GPU. False when no batch holds such memory.
   bool take_pending_device(uint64_t size, int dev, Backing* out, Mark* after);
+  // Host memory that copies in queued so far on `in` may still read: spare after them.
+  void give_host_after(const Backing& h, CUstream in);
+  // A lazy chunk (act/swap/fill.h) of `size` at `base`, where the program's new allocation takes
+  // [lo, hi): the pieces it covers whole need no copy in (a new allocation's bytes are undefined).
+  void cover(Chunk& c, uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi);
+  // A lazy chunk that holds every piece is an ordinary chunk on the device: its host memory goes
+  // back once the copies in queued so far are over.
+  void complete(Chunk& c, uint64_t size);
+  // Whether host memory of `bytes` more stays within the managed limit (none: always).
+  bool within_host_limit(uint64_t bytes) const;
   // Releases a chunk's backing, or with `keep`, makes its device memory spare; the program's range
   // must already be unmapped there.
   void release(Chunk& c, bool keep = false);

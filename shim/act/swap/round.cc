@@ -68,10 +68,19 @@ bool plan(Round& round) {
       continue;
     }
     if (!range.chunk.on_device()) continue;
+    Chunk& c = range.chunk;
+    if (c.lazy) {  // its host memory holds what the device does not: the pieces it holds go there
+      Round::Out o{};
+      o.at = at;
+      o.host = c.host;
+      o.changed = c.valid;
+      o.lazy = true;
+      round.outs.push_back(o);
+      continue;
+    }
     Backing h;
     Timed t(Timing::swap_backing_ns);
     CUresult r = give_side(range.chunk.device);
-    Chunk& c = range.chunk;
     const bool kept = r == CUDA_SUCCESS && c.clean.handle;
     if (kept) {  // the round owns the kept copy now: whatever happens, the chunk has none after it
       h = c.clean;
@@ -84,7 +93,9 @@ bool plan(Round& round) {
       fail(m, "eviction", r, range.size);
       continue;
     }
-    Round::Out o{at, h};
+    Round::Out o{};
+    o.at = at;
+    o.host = h;
     o.sum = kept ? c.sum : -1;
     o.salt = c.salt;
     round.outs.push_back(o);
@@ -127,7 +138,7 @@ bool wait_for_work(Round& round) {
   if (r == CUDA_SUCCESS) return true;
   // A kept copy (sum set) is left to leak: nothing waited for its copy in, which may still read it.
   for (Round::Out& o : round.outs) {
-    if (o.sum < 0) backings().give_host(o.host);
+    if (o.sum < 0 && !o.lazy) backings().give_host(o.host);
   }
   for (Move& m : round.moves) fail(m, m.to_device ? "prefetch" : "eviction", r, m.bytes);
   return false;
@@ -202,7 +213,10 @@ void copy_outs(Round& round) {
     const unsigned pieces = sum::pieces(o.at.size());
     const uint32_t all = pieces >= 32 ? ~0u : (1u << pieces) - 1;
     o.changed &= all;
-    if (o.changed != all) {  // a kept copy, right in the pieces that did not change
+    if (o.lazy) {
+      const unsigned left = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
+      if (left) runtime_stats().decision(Decision::swap_unfilled, std::min<uint64_t>(o.at.size(), uint64_t{left} * sum::kPiece));
+    } else if (o.changed != all) {  // a kept copy, right in the pieces that did not change
       const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
       runtime_stats().decision(Decision::swap_unchanged, uint64_t{same} * sum::kPiece);
       backings().keep_copies.left_unchanged(same, pieces);
@@ -227,7 +241,7 @@ void copy_outs(Round& round) {
       events = events && o.copied.event && record(o.copied, driver::stream_handle(round.out_stream, round.out_pt));
       return false;
     }
-    backings().give_host(o.host);
+    if (!o.lazy) backings().give_host(o.host);
     fail(*o.at.m, "eviction", c, o.at.size());
     return true;
   });
@@ -237,7 +251,7 @@ void copy_outs(Round& round) {
     CUresult r = wait_stream(round.out_stream, round.out_pt);
     if (r != CUDA_SUCCESS) {
       for (Round::Out& o : outs) {
-        backings().give_host(o.host);
+        if (!o.lazy) backings().give_host(o.host);
         fail(*o.at.m, "eviction", r, o.at.size());
       }
       outs.clear();
@@ -265,12 +279,14 @@ void remap_evictions(Round& round) {
         round.freed.emplace(o->at.size(), Round::Freed{c.device, o->copied});
         c.device = {};
         c.host = o->host;
+        c.lazy = false;
+        c.valid = 0;
         set_parked(c, parks);
         s.note_backing(o->at.va(), *o->at.range);
         continue;
       }
-      // Put the device memory back: it still holds the data.
-      round.spent_out_hosts.push_back(o->host);
+      // Put the device memory back: it still holds the data (a lazy chunk's host memory the rest).
+      if (!o->lazy) round.spent_out_hosts.push_back(o->host);
       mk.give(o->copied);
       if (map(o->at.va(), o->at.size(), c.device.handle, o->at.range->dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
@@ -280,7 +296,7 @@ void remap_evictions(Round& round) {
     CUresult u = call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size()));
     if (u == CUDA_SUCCESS) return true;
     flush();
-    round.spent_out_hosts.push_back(o.host);
+    if (!o.lazy) round.spent_out_hosts.push_back(o.host);
     mk.give(o.copied);
     fail(*o.at.m, "eviction", u, o.at.size());
     return false;
@@ -292,10 +308,9 @@ namespace {
 
 // A chunk brought in keeps its host copy, with the sum of what came in queued after the copy (so
 // before its ready mark: nothing that uses the chunk can change it first); or the copy is spent.
-void keep_clean(Round& round, Round::In& in, Chunk& c) {
-  Backings& b = backings();
+void keep_clean(Round& round, Round::In& in, Chunk& c, bool keep) {
   const int dev = in.at.range->dev;
-  const int slot = round.scan && b.may_keep_clean(in.at.size()) ? take_sum_slot(dev) : -1;
+  const int slot = keep ? take_sum_slot(dev) : -1;
   // A chunk on the host keeps no copy (plan() takes it, with its sum, when the chunk leaves).
   const uint64_t salt = new_salt();
   if (slot >= 0 && queue_sum(dev, slot, in.device.side, in.at.size(), salt, round.in_stream) == CUDA_SUCCESS) {
@@ -334,7 +349,14 @@ void remap_prefetches(Round& round) {
       // The host copy is whole once the copy out that made it is over (its ready mark): copies out
       // run on a stream of their own, which copies in do not follow.
       if (m == CUDA_SUCCESS) gpu_wait(in->at.range->marks.ready, round.in_stream, round.in_pt);
-      CUresult r = m == CUDA_SUCCESS ? copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt) : m;
+      // Whether it keeps its host copy (counted for each copy in), else whether it comes piece by
+      // piece (act/swap/fill.h): only while the host memory made stays within the managed limit,
+      // since the chunk holds on to it.
+      const bool keep = round.scan && b.may_keep_clean(in->at.size());
+      in->lazy = !keep && round.scan && options().swap_lazy.value && b.within_host_limit(in->at.size());
+      CUresult r = m != CUDA_SUCCESS ? m
+                   : in->lazy        ? CUDA_SUCCESS
+                                     : copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt);
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
           // Back to the host copy, which still holds the data.
@@ -345,8 +367,13 @@ void remap_prefetches(Round& round) {
         fail(*in->at.m, "prefetch", r, in->at.size());
         continue;
       }
-      keep_clean(round, *in, c);
-      c.host = {};
+      if (in->lazy) {
+        c.lazy = true;
+        c.valid = 0;
+      } else {
+        keep_clean(round, *in, c, keep);
+        c.host = {};
+      }
       set_parked(c, false);
       c.device = in->device;
       s.note_backing(in->at.va(), *in->at.range);
@@ -511,12 +538,14 @@ void remap_and_finish(Round& round) {
         if (!o->lent) round.spent_devices.push_back(c.device);
         c.device = {};
         c.host = o->host;
+        c.lazy = false;
+        c.valid = 0;
         set_parked(c, one != CUDA_SUCCESS);
         if (one != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
         s.note_backing(o->at.va(), *o->at.range);
         continue;
       }
-      round.spent_hosts.push_back(o->host);
+      if (!o->lazy) round.spent_hosts.push_back(o->host);
       if (map(o->at.va(), o->at.size(), c.device.handle, dev) != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
       fail(*o->at.m, "eviction", m, o->at.size());
     }
@@ -524,7 +553,7 @@ void remap_and_finish(Round& round) {
   auto unmap_out = [&](Round::Out& o, auto& flush) {
     if (call_real(GMS_REAL(cuMemUnmap), o.at.va(), static_cast<size_t>(o.at.size())) == CUDA_SUCCESS || o.lent) return true;
     flush();
-    round.spent_hosts.push_back(o.host);
+    if (!o.lazy) round.spent_hosts.push_back(o.host);
     fail(*o.at.m, "eviction", CUDA_ERROR_UNKNOWN, o.at.size());
     return false;
   };

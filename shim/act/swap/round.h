@@ -32,8 +32,12 @@ struct Round {
     int sum = -1;  // with a kept copy: the slot of the sum the chunk came in with
     uint64_t salt = 0;  // and that sum's salt
     // The pieces (sum_mix.h) to copy out: with a kept copy, those whose sum changed since the
-    // chunk came in (none: the kept copy is right, nothing to copy); else all of them.
+    // chunk came in (none: the kept copy is right, nothing to copy); of a lazy chunk, those it
+    // holds (act/swap/fill.h); else all of them.
     uint32_t changed = ~0u;
+    // A lazy chunk's: `host` is the chunk's own host memory, which it keeps whatever happens (it
+    // holds the pieces the device does not).
+    bool lazy = false;
     Mark copied;   // recorded after the copy (scan order)
     bool lent = false;  // context order: its device memory went to a copy in (copy_ins)
   };
@@ -42,6 +46,7 @@ struct Round {
     Backing device;  // the new backing
     bool parked = false;  // the program's range has nothing mapped there
     bool copied = false;  // context order: its copy in is queued (copy_ins)
+    bool lazy = false;    // scan order: brought back piece by piece (act/swap/fill.h), nothing copied now
   };
   std::vector<Out> outs;
   std::vector<In> ins;

@@ -8,6 +8,7 @@
 #include "act/quiet.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "fill.h"
 
 namespace gms::act::swap {
 
@@ -126,6 +127,7 @@ void finish_copies() {
   driver::RelaxedCapture relaxed;
   std::lock_guard lock(mu());
   ++scan().unscanned_open;
+  fill_all();
   std::vector<uintptr_t> parked;
   for (auto& [base, range] : slabs().ranges) {
     if (range.chunk.parked) parked.push_back(base);
@@ -164,6 +166,7 @@ CUresult read(void* dst, uintptr_t src, size_t n) {
     if (it != s.ranges.end()) {
       std::vector<uintptr_t> bases{it->first};
       map_parked(bases);
+      fill(it->second, ~0u);
       if (it->second.marks.ready.event) call_real(GMS_REAL(cuStreamWaitEvent), st, it->second.marks.ready.event, 0u);
     }
   }
@@ -185,7 +188,7 @@ void end_queue() {
 
 void count_scanned_transfer() { g_scanned_transfers.fetch_add(1, std::memory_order_relaxed); }
 
-void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread) {
+void await_ready(const uintptr_t* bases, const uint32_t* pieces, size_t n, CUstream stream, bool per_thread) {
   if (n == 0) return;
   ShimScope scope;
   driver::RelaxedCapture relaxed;
@@ -198,6 +201,7 @@ void await_ready(const uintptr_t* bases, size_t n, CUstream stream, bool per_thr
     if (it == s.ranges.end()) continue;
     ++it->second.marks.in_flight;  // until its mark
     if (it->second.chunk.parked) parked.push_back(base);
+    fill(it->second, pieces ? pieces[k] : ~0u);  // moves its ready mark after the copies
     if (!it->second.marks.ready.event) continue;
     Mark& ready = it->second.marks.ready;
     CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);

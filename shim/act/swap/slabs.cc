@@ -169,7 +169,12 @@ CUdeviceptr Slabs::hand_out(Slab& sl, const policy::Arena::Spot& spot, const pol
                             std::vector<Woken>* woken) {
   wait_frees(g, use, sl.dev);  // the calling thread's device: the slab is the one found for it
   wake(sl, g, woken);
-  return static_cast<CUdeviceptr>(sl.base + spot.offset);
+  const uintptr_t lo = sl.base + spot.offset, hi = lo + spot.size;
+  for (uintptr_t c = chunk_of(lo); c < hi; c += sl.arena.chunk_bytes()) {
+    auto it = ranges.find(c);
+    if (it != ranges.end()) backings().cover(it->second.chunk, c, it->second.size, lo, hi);
+  }
+  return static_cast<CUdeviceptr>(lo);
 }
 
 void Slabs::wake(Slab& sl, const policy::Arena::Grant& g, std::vector<Woken>* woken) {
