@@ -12,6 +12,7 @@
 #include "act/cpu_pages.h"
 #include "act/layouts.h"
 #include "act/made_again.h"
+#include "act/piece_uses.h"
 #include "act/quiet.h"
 #include "act/turns.h"
 #include "act/swap.h"
@@ -105,39 +106,7 @@ struct LaunchUses {
 };
 thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
 
-// The 2 MiB pieces of each movable chunk that the allocations a launch (or transfer) points into
-// lie in, from its scan (swap::await_ready copies in those of chunks brought back lazily). A chunk
-// past the list, or its overflow, counts as used whole.
-struct PieceUses {
-  static constexpr size_t kMax = 256;
-  uintptr_t chunk[kMax];
-  uint32_t pieces[kMax];
-  uint32_t n;
-  bool overflow;
-  void clear() { n = 0, overflow = false; }
-  void add(uintptr_t c, uint32_t p) {
-    for (uint32_t k = 0; k < n; ++k) {
-      if (chunk[k] == c) {
-        pieces[k] |= p;
-        return;
-      }
-    }
-    if (n == kMax) {
-      overflow = true;
-      return;
-    }
-    chunk[n] = c;
-    pieces[n++] = p;
-  }
-  uint32_t of(uintptr_t c) const {
-    if (overflow) return ~0u;
-    for (uint32_t k = 0; k < n; ++k) {
-      if (chunk[k] == c) return pieces[k];
-    }
-    return ~0u;
-  }
-};
-thread_local PieceUses t_pieces __attribute__((tls_model("initial-exec"))) = {};
+thread_local swap::PieceUses t_pieces __attribute__((tls_model("initial-exec"))) = {};
 
 // GPUMEMSHIM_TRACE: the allocations the calling thread's launch points into, from its scan to the
 // `launch` event written after the launch is queued (the correlation id exists only then).

@@ -36,11 +36,12 @@
 //
 // The parts, each with its own state under one lock (act/swap/): base.h (the lock), marks (events,
 // the copy gate), sums (checksums of chunks on the GPU), backing (memory behind chunks, spares,
-// kept host copies), slabs (the allocator, the chunk table), scan (scan-order bookkeeping), round
-// (the move round).
+// kept host copies), slabs (the allocator, the chunk table), fill (chunks brought back piece by
+// piece), scan (scan-order bookkeeping), round (the move round).
 //
-// Scan order keeps the host copy of a chunk brought in while such copies pay: a chunk leaving with
-// the sum it came in with is not copied out (act/swap/sums.h).
+// Scan order keeps the host copy of a chunk brought in while such copies pay: a chunk leaving
+// copies out only the 2 MiB pieces whose sums changed since it came in (act/swap/sums.h). While
+// they do not pay, a chunk comes back piece by piece, as its uses need them (act/swap/fill.h).
 #include <cstdint>
 #include <vector>
 

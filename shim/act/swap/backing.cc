@@ -49,27 +49,6 @@ CUresult make_backing(uint64_t size, int dev, bool host, Backing* out) {
 
 }  // namespace
 
-uint32_t all_pieces(uint64_t size) {
-  const unsigned n = sum::pieces(size);
-  return n >= 32 ? ~0u : (1u << n) - 1;
-}
-
-uint32_t pieces_touched(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
-  lo = std::max(lo, base);
-  hi = std::min<uintptr_t>(hi, base + size);
-  if (lo >= hi) return 0;
-  const uint64_t first = (lo - base) / sum::kPiece, last = (hi - 1 - base) / sum::kPiece;
-  return all_pieces((last + 1) * sum::kPiece) & ~all_pieces(first * sum::kPiece);
-}
-
-uint32_t pieces_covered(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
-  lo = std::max(lo, base);
-  hi = std::min<uintptr_t>(hi, base + size);
-  if (lo >= hi) return 0;
-  const uint64_t first = (lo - base + sum::kPiece - 1) / sum::kPiece, end = (hi - base) / sum::kPiece;
-  return end > first ? all_pieces(end * sum::kPiece) & ~all_pieces(first * sum::kPiece) : 0;
-}
-
 void set_parked(Chunk& c, bool parked) {
   if (c.parked != parked) g_parked.fetch_add(parked ? 1 : -1, std::memory_order_relaxed);
   c.parked = parked;

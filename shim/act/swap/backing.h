@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "act/piece_uses.h"
 #include "marks.h"
 #include "policy/keep_copies.h"
 
@@ -47,11 +48,7 @@ struct Chunk {
   bool on_device() const { return device.handle != 0; }
 };
 
-// The pieces (act/swap/sum_mix.h, 2 MiB) of a chunk of `size`, all of them; those that [lo, hi)
-// overlaps, of the chunk at `base`; those it covers whole.
-uint32_t all_pieces(uint64_t size);
-uint32_t pieces_touched(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi);
-uint32_t pieces_covered(uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi);
+
 
 // Chunks parked, counted: a pointer query takes no lock while none is (unpark). A chunk that goes
 // away parked is counted off when its range is erased (release_dead).

@@ -48,7 +48,8 @@ unsigned long long mib(unsigned long long b) { return b / MiB; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool lazy = argc > 1 && std::strcmp(argv[1], "lazy") == 0;
+  bool lazy = false;
+  for (int i = 1; i < argc; ++i) lazy = lazy || std::strcmp(argv[i], "lazy") == 0;
   preload::use_device0();
   declare_kernels();
   CUstream st = nullptr;
