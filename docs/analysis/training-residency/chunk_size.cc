@@ -7,6 +7,13 @@
 //   g++ -std=c++20 -O2 -I. docs/analysis/training-residency/chunk_size.cc build/policy/libgms_policy.a -o chunk_size
 //   ./chunk_size TIMELINE BUDGET_MIB CHUNK_MIB [STEPS]     (DEATH=1: the tie-break below)
 // Results: docs/design/schedule.md, "Smaller chunks, offline".
+//
+// With PIECE=2 it also counts 2 MiB pieces (GPUMEMSHIM_SWAP_LAZY; docs/design/schedule.md, "Chunks
+// brought back piece by piece"), printed first: per chunk, the pieces whose bytes the device holds
+// and those the host copy holds; a use copies in its allocation's pieces the device lacks (WHOLE=1:
+// every live piece of the chunk, as when a chunk comes back whole) and counts as a write (the host
+// copy of those pieces goes stale; READONLY=1: never, a bound for kept copies); an eviction copies
+// out the live pieces the device holds and the host does not.
 #include <algorithm>
 #include <cstdlib>
 #include <cstdio>
@@ -98,6 +105,20 @@ int main(int argc, char** argv) {
   Arena ar(cfg);
   std::unordered_map<uint64_t, std::set<uint32_t>> in_chunk;  // chunk -> live instances
   std::set<uint64_t> resident;                               // device-backed chunks
+  const uint64_t PC = (std::getenv("PIECE") ? std::stoull(std::getenv("PIECE")) : 0) << 20;  // 0: whole chunks
+  const int NP = PC ? int(C / PC) : 1;
+  std::unordered_map<uint64_t, uint64_t> devv, hostv, written;  // per chunk: piece bitmaps
+  std::vector<uint64_t> pin_step(steps), pout_step(steps);
+  auto pieces_of = [&](uint32_t i, uint64_t c) {  // bitmap of instance i's pieces in chunk c
+    const uint64_t lo = std::max(inst[i].off, c * C), hi = std::min(inst[i].off + tl.allocs[inst[i].a].bytes, (c + 1) * C);
+    uint64_t m = 0;
+    if (!PC) return uint64_t(1);
+    for (uint64_t b = (lo - c * C) / PC; b <= (hi - 1 - c * C) / PC; ++b) m |= 1ull << b;
+    return m;
+  };
+  auto live_pieces = [&](uint64_t c) { uint64_t m = 0; for (uint32_t i : in_chunk[c]) m |= pieces_of(i, c); return m; };
+  auto live_pieces_except = [&](uint64_t c, uint32_t x) { uint64_t m = 0; for (uint32_t i : in_chunk[c]) if (i != x) m |= pieces_of(i, c); return m; };
+  auto pc = [&](uint64_t m) { return uint64_t(__builtin_popcountll(m)) * (PC ? PC : C); };
   std::vector<uint64_t> in_step(steps), out_step(steps);
   int64_t now = 0;
   const bool death_aware = std::getenv("DEATH") != nullptr;
@@ -127,6 +148,8 @@ int main(int argc, char** argv) {
       resident.erase(victim);
       ar.set_backing(victim, Arena::Backing::host);
       if (!in_chunk[victim].empty()) out_step[now / P] += C;
+      { uint64_t live = live_pieces(victim), m = live & devv[victim] & ~hostv[victim];
+        pout_step[now / P] += pc(m); hostv[victim] |= m; devv[victim] = 0; }
     }
     return true;
   };
@@ -135,10 +158,15 @@ int main(int argc, char** argv) {
     for (uint32_t i : freed_at[g]) {
       if (!inst[i].placed) continue;
       Arena::Freed fr = ar.give(inst[i].off, 0);
-      for (uint64_t c = inst[i].off / C; c <= (inst[i].off + tl.allocs[inst[i].a].bytes - 1) / C; ++c) in_chunk[c].erase(i);
+      for (uint64_t c = inst[i].off / C; c <= (inst[i].off + tl.allocs[inst[i].a].bytes - 1) / C; ++c) {
+        in_chunk[c].erase(i);
+        uint64_t live = live_pieces(c);
+        devv[c] &= live | ~pieces_of(i, c); hostv[c] &= live | ~pieces_of(i, c);
+      }
       for (uint64_t c : fr.dead) {  // nothing live: its memory goes for free
         resident.erase(c);
         ar.set_backing(c, Arena::Backing::none);
+        devv[c] = hostv[c] = 0;
       }
     }
     for (uint32_t i : made_at[g]) {
@@ -165,6 +193,11 @@ int main(int argc, char** argv) {
           ar.set_backing(c, Arena::Backing::device);
         }
         in_chunk[c].insert(i);
+        uint64_t m = pieces_of(i, c);
+        uint64_t shared = m & live_pieces_except(c, i);
+        // pieces shared with a live instance need their data in; the rest is fresh
+        if (shared & ~devv[c]) pin_step[g / P] += pc(shared & ~devv[c]);
+        devv[c] |= m; hostv[c] &= ~(m & ~shared);
       }
     }
     std::set<uint64_t> want;
@@ -175,6 +208,20 @@ int main(int argc, char** argv) {
     }
     uint64_t need = 0;
     for (uint64_t c : want) need += resident.count(c) ? 0 : C;
+    auto touch = [&] {
+      for (uint32_t i : uses_at[g]) {
+        if (!inst[i].placed) continue;
+        const uint64_t bytes = tl.allocs[inst[i].a].bytes;
+        for (uint64_t c = inst[i].off / C; c <= (inst[i].off + bytes - 1) / C; ++c) {
+          uint64_t m = PC ? pieces_of(i, c) : live_pieces(c);
+          const uint64_t whole = std::getenv("WHOLE") ? live_pieces(c) : m;  // copy in the whole chunk
+          uint64_t missing = whole & ~devv[c] & hostv[c];
+          pin_step[g / P] += pc(missing);
+          devv[c] |= whole;
+          if (!std::getenv("READONLY")) hostv[c] &= ~m;  // a use may write: the host copy is stale
+        }
+      }
+    };
     if (need) {
       make_room(need, want);
       for (uint64_t c : want) {
@@ -184,10 +231,14 @@ int main(int argc, char** argv) {
         in_step[g / P] += C;
       }
     }
+    touch();
   }
   double in = 0, out = 0;
   int n = 0;
   for (int s = 2; s < steps; ++s, ++n) in += in_step[s], out += out_step[s];
+  double pin = 0, pout = 0;
+  for (int s = 2; s < steps; ++s) pin += pin_step[s], pout += pout_step[s];
+  if (PC) std::printf("pieces %llu MiB: in %.2f GB, out %.2f GB a step\n", (unsigned long long)(PC >> 20), pin / n / 1e9, pout / n / 1e9);
   std::printf("%s budget %llu MiB chunk %llu MiB: in %.2f GB, out %.2f GB a step (peak %.2f GiB)\n", argv[1],
               (unsigned long long)(budget >> 20), (unsigned long long)(C >> 20), in / n / 1e9, out / n / 1e9,
               tl.peak_bytes() / double(1ull << 30));
