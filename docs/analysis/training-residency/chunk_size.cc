@@ -106,7 +106,6 @@ int main(int argc, char** argv) {
   std::unordered_map<uint64_t, std::set<uint32_t>> in_chunk;  // chunk -> live instances
   std::set<uint64_t> resident;                               // device-backed chunks
   const uint64_t PC = (std::getenv("PIECE") ? std::stoull(std::getenv("PIECE")) : 0) << 20;  // 0: whole chunks
-  const int NP = PC ? int(C / PC) : 1;
   std::unordered_map<uint64_t, uint64_t> devv, hostv, written;  // per chunk: piece bitmaps
   std::vector<uint64_t> pin_step(steps), pout_step(steps);
   auto pieces_of = [&](uint32_t i, uint64_t c) {  // bitmap of instance i's pieces in chunk c
