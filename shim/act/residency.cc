@@ -240,7 +240,7 @@ void carry_out(State& s, const std::vector<policy::Action>& actions, int dev, CU
     const bool in = a.kind == policy::ActionKind::prefetch_to_device;
     auto t = s.tracked.find(a.region);
     if (t != s.tracked.end() && t->second.swap) {
-      moves.push_back({a.region, a.bytes, in});
+      moves.push_back({a.region, a.bytes, in, in && ahead});
       moved.push_back(k);
     } else {
       done(k, move(a.region + a.offset, a.bytes, in ? gpu : host, stream, per_thread));

@@ -119,6 +119,7 @@ struct Move {
   uintptr_t base = 0;
   uint64_t bytes = 0;
   bool to_device = false;
+  bool ahead = false;  // a prefetch ahead of its launch: its bytes come now, not piece by piece
   CUresult result = CUDA_SUCCESS;  // out: the first error; a chunk not moved keeps its data
 };
 // Carries out `moves` together. Context order: one context synchronisation, the copies on

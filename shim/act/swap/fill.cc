@@ -1,21 +1,41 @@
 #include "fill.h"
 
 #include "core/log.h"
+#include "core/options.h"
 #include "sum_mix.h"
 
 namespace gms::act::swap {
+
+using driver::call_real;
+
+bool lazy_allowed() {
+  static int devices = -1;  // under mu()
+  if (!options().swap_lazy.value) return false;
+  if (devices < 0 && call_real(GMS_REAL(cuDeviceGetCount), &devices) != CUDA_SUCCESS) devices = 0;
+  return devices == 1;
+}
 
 CUresult fill(Range& range, uint32_t mask) {
   Chunk& c = range.chunk;
   if (!c.lazy) return CUDA_SUCCESS;
   // The shim's streams are the current context's: another device's chunk is filled by its own
   // device's uses (a scan lists the chunks of the launch's device only).
-  if (range.dev != driver::current_device()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (range.dev != driver::current_device()) return CUDA_ERROR_INVALID_CONTEXT;  // never lazy: lazy_allowed
   const uint32_t all = all_pieces(range.size), need = mask & all & ~c.valid;
   if (need == 0) return CUDA_SUCCESS;
+  auto failed = [&](CUresult r) {
+    Line l;
+    l.str("swap: copying ").bytes(range.size).str(" back in piece by piece failed (CUresult ").i64(r)
+        .str("): a kernel may read stale data there");
+    log(LogLevel::error, l);
+    return r;
+  };
   Marks& mk = marks();
   CUstream in = mk.copy_stream(1);
-  if (!in) return CUDA_ERROR_NOT_READY;
+  if (!in) return failed(CUDA_ERROR_NOT_READY);
+  // After whatever last wrote its host memory or device memory: the round ordered the copies in
+  // there, and a failed eviction's copy out moved the ready mark to the copies out.
+  gpu_wait(range.marks.ready, in, false);
   CUresult r = CUDA_SUCCESS;
   uint64_t bytes = 0;
   // The runs of neighbouring pieces, one copy each.
@@ -42,13 +62,7 @@ CUresult fill(Range& range, uint32_t mask) {
     if (!m->event) *m = mk.take();
     if (!(m->event && record(*m, in)) && r == CUDA_SUCCESS) r = wait_stream(in, false);
   }
-  if (r != CUDA_SUCCESS) {
-    Line l;
-    l.str("swap: copying ").bytes(range.size).str(" back in piece by piece failed (CUresult ").i64(r)
-        .str("): a kernel may read stale data there");
-    log(LogLevel::error, l);
-    return r;
-  }
+  if (r != CUDA_SUCCESS) return failed(r);
   backings().complete(c, range.size);
   return CUDA_SUCCESS;
 }

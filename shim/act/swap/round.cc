@@ -5,6 +5,7 @@
 #include "act/config.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "fill.h"
 #include "sum_mix.h"
 #include "sums.h"
 
@@ -353,7 +354,7 @@ void remap_prefetches(Round& round) {
       // piece (act/swap/fill.h): only while the host memory made stays within the managed limit,
       // since the chunk holds on to it.
       const bool keep = round.scan && b.may_keep_clean(in->at.size());
-      in->lazy = !keep && round.scan && options().swap_lazy.value && b.within_host_limit(in->at.size());
+      in->lazy = !keep && round.scan && !in->at.m->ahead && lazy_allowed() && b.within_host_limit(in->at.size());
       CUresult r = m != CUDA_SUCCESS ? m
                    : in->lazy        ? CUDA_SUCCESS
                                      : copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt);

@@ -161,14 +161,15 @@ CUresult read(void* dst, uintptr_t src, size_t n) {
   CUstream st = marks().copy_stream(1);  // the copies in: the read comes after those under way
   if (!st) return CUDA_ERROR_NOT_READY;
   Slabs& s = slabs();
-  if (s.slab_of(src)) {
-    auto it = s.ranges.find(chunk_of(src));
-    if (it != s.ranges.end()) {
-      std::vector<uintptr_t> bases{it->first};
-      map_parked(bases);
-      fill(it->second, ~0u);
-      if (it->second.marks.ready.event) call_real(GMS_REAL(cuStreamWaitEvent), st, it->second.marks.ready.event, 0u);
-    }
+  // Every chunk the bytes lie in (a table read may cross into the next one).
+  for (uintptr_t c = chunk_of(src); n != 0 && c < src + n; c += chunk_bytes()) {
+    if (!s.slab_of(c)) continue;
+    auto it = s.ranges.find(c);
+    if (it == s.ranges.end()) continue;
+    std::vector<uintptr_t> bases{it->first};
+    map_parked(bases);
+    fill(it->second, ~0u);
+    if (it->second.marks.ready.event) call_real(GMS_REAL(cuStreamWaitEvent), st, it->second.marks.ready.event, 0u);
   }
   const CUresult r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, static_cast<CUdeviceptr>(src), n, st);
   return r == CUDA_SUCCESS ? driver::sync_stream(st, false) : r;
