@@ -34,6 +34,23 @@ inline uint32_t pieces_covered(uintptr_t base, uint64_t size, uintptr_t lo, uint
   return end > first ? all_pieces(end * sum::kPiece) & ~all_pieces(first * sum::kPiece) : 0;
 }
 
+// Calls f(from, to) for each run of neighbouring pieces of `mask` in a chunk of `size`: the bytes
+// [from, to) of the chunk, in order, while f returns true.
+template <typename F>
+void each_run(uint32_t mask, uint64_t size, F f) {
+  mask &= all_pieces(size);
+  for (unsigned k = 0; k < 32;) {
+    if (!(mask >> k & 1)) {
+      ++k;
+      continue;
+    }
+    unsigned end = k;
+    while (end < 32 && (mask >> end & 1)) ++end;
+    if (!f(uint64_t{k} * sum::kPiece, std::min<uint64_t>(size, uint64_t{end} * sum::kPiece))) return;
+    k = end;
+  }
+}
+
 struct PieceUses {
   static constexpr size_t kMax = 256;
   uintptr_t chunk[kMax];

@@ -177,7 +177,7 @@ void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::
       auto d = s.tracked.find(c);
       if (d == s.tracked.end() || d->second.dev != dev) continue;
       out.push_back(c);
-      t_pieces.add(c, swap::pieces_of(c, r->base, r->size));
+      t_pieces.add(c, swap::pieces_touched(c, swap::chunk_bytes(), r->base, r->base + r->size));
     }
     return;
   }

@@ -138,9 +138,6 @@ void move(std::vector<Move>& moves, CUstream stream, bool per_thread);
 // moves of their chunks wait for. `unmarked`: the launch also used ranges not listed; the next
 // round waits for the context.
 void await_ready(const uintptr_t* bases, const uint32_t* pieces, size_t n, CUstream stream, bool per_thread);
-// The pieces of the chunk at `chunk` that the allocation [base, base + size) lies in (for
-// await_ready).
-uint32_t pieces_of(uintptr_t chunk, uintptr_t base, uint64_t size);
 void mark_used(const uintptr_t* bases, size_t n, CUstream stream, bool per_thread, bool unmarked, bool launched);
 // Scan order, before work that no scan saw (a 2D, 3D, batched, peer or array copy, a graph
 // launch, a launch with too many ranges to list): waits until the shim's copies are over and maps

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace {
 
 using namespace gms::act::swap;
@@ -41,6 +44,25 @@ TEST(PieceUses, CoveredArePiecesWhollyInside) {
       EXPECT_EQ(pieces_covered(kChunk, size, kChunk + lo, kChunk + hi) & ~t, 0u);
     }
   }
+}
+
+TEST(PieceUses, RunsOfNeighbouringPiecesInOrderUntilTheCallerStops) {
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  auto all = [&](uint64_t from, uint64_t to) {
+    runs.push_back({from, to});
+    return true;
+  };
+  each_run(0x8000000Du, 64 * MiB, all);  // pieces 0, 2-3, 31
+  EXPECT_EQ(runs, (std::vector<std::pair<uint64_t, uint64_t>>{{0, 2 * MiB}, {4 * MiB, 8 * MiB}, {62 * MiB, 64 * MiB}}));
+  runs.clear();
+  each_run(~0u, 4 * MiB, all);  // only the chunk's own pieces
+  EXPECT_EQ(runs, (std::vector<std::pair<uint64_t, uint64_t>>{{0, 4 * MiB}}));
+  runs.clear();
+  each_run(0x5u, 64 * MiB, [&](uint64_t from, uint64_t to) {
+    runs.push_back({from, to});
+    return false;
+  });
+  EXPECT_EQ(runs.size(), 1u);
 }
 
 TEST(PieceUses, ListJoinsAChunksPiecesAndCountsAnOverflowAsWhole) {

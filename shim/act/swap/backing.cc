@@ -211,27 +211,37 @@ bool Backings::within_host_limit(uint64_t bytes) const {
 
 bool Backings::may_keep_clean(uint64_t bytes) { return keep_copies.keep_next() && within_host_limit(bytes); }
 
-void Backings::give_host_after(const Backing& h, CUstream in) {
+bool Backings::pend(std::vector<Backing>& hosts, std::vector<Backing>& devices, CUstream stream) {
+  if (hosts.empty() && devices.empty()) return true;
   Pending p;
   p.done = marks().take();
-  if (!p.done.event || !record(p.done, in)) {
+  if (!(p.done.event && record(p.done, stream))) {
     marks().give(p.done);
-    wait_stream(in, false);
-    give_host(h);
-    return;
+    return false;
   }
-  p.hosts.push_back(h);
+  p.hosts = std::move(hosts);
+  p.devices = std::move(devices);
   pending.push_back(std::move(p));
+  hosts.clear();
+  devices.clear();
+  return true;
+}
+
+void Backings::give_host_after(const Backing& h, CUstream in) {
+  std::vector<Backing> hosts{h}, none;
+  if (pend(hosts, none, in)) return;
+  wait_stream(in, false);  // no mark: after the copies, here
+  give_host(h);
 }
 
 void Backings::cover(Chunk& c, uintptr_t base, uint64_t size, uintptr_t lo, uintptr_t hi) {
-  if (!c.lazy) return;
+  if (!c.lazy()) return;
   c.valid |= pieces_covered(base, size, lo, hi);
   complete(c, size);
 }
 
 void Backings::complete(Chunk& c, uint64_t size) {
-  if (!c.lazy || (c.valid & all_pieces(size)) != all_pieces(size)) return;
+  if (!c.lazy() || (c.valid & all_pieces(size)) != all_pieces(size)) return;
   CUstream in = marks().copy_stream(1);
   if (in) {
     give_host_after(c.host, in);
@@ -239,13 +249,12 @@ void Backings::complete(Chunk& c, uint64_t size) {
     give_host(c.host);  // no stream of copies in: nothing was filled from it
   }
   c.host = {};
-  c.lazy = false;
   c.valid = 0;
 }
 
 void Backings::release(Chunk& c, bool keep) {
   drop_clean(c);
-  if (c.lazy) {  // its host memory: after the copies in that may fill the chunk from it
+  if (c.lazy()) {  // its host memory: after the copies in that may fill the chunk from it
     c.valid = ~0u;
     complete(c, c.device.size);
   }

@@ -40,15 +40,14 @@ struct Chunk {
   Backing clean;
   int sum = -1;
   uint64_t salt = 0;
-  // Scan order, on the device, brought back lazily (GPUMEMSHIM_SWAP_LAZY, act/swap/fill.h): its
-  // host memory (`host`, kept) still holds the data of the 2 MiB pieces not in `valid`, which a use
-  // has copied in first.
-  bool lazy = false;
+  // Of a lazy chunk: the 2 MiB pieces whose bytes its device memory holds.
   uint32_t valid = 0;
   bool on_device() const { return device.handle != 0; }
+  // Scan order, brought back lazily (GPUMEMSHIM_SWAP_LAZY, act/swap/fill.h): on the device and
+  // still holding the host memory it came from, which has the data of the pieces not in `valid`
+  // (any other chunk on the device gives its host memory back when it comes in).
+  bool lazy() const { return on_device() && host.handle != 0; }
 };
-
-
 
 // Chunks parked, counted: a pointer query takes no lock while none is (unpark). A chunk that goes
 // away parked is counted off when its range is erased (release_dead).
@@ -105,6 +104,9 @@ struct Backings {
   // the oldest such batch; `after` is the batch's end, which whatever writes the memory waits for
   // on the GPU. False when no batch holds such memory.
   bool take_pending_device(uint64_t size, int dev, Backing* out, Mark* after);
+  // Scan order: a batch of spent memory (moved out of the vectors), spare once the copies queued on
+  // `stream` so far are over; false, with the vectors untouched, when no mark could be recorded.
+  bool pend(std::vector<Backing>& hosts, std::vector<Backing>& devices, CUstream stream);
   // Host memory that copies in queued so far on `in` may still read: spare after them.
   void give_host_after(const Backing& h, CUstream in);
   // A lazy chunk (act/swap/fill.h) of `size` at `base`, where the program's new allocation takes

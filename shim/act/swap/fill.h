@@ -21,12 +21,12 @@ namespace gms::act::swap {
 // Whether chunks may come back piece by piece: GPUMEMSHIM_SWAP_LAZY, and one GPU visible. With
 // more, another device's context could reach a chunk (a peer copy, a kernel given its address)
 // where no scan of that device lists it, and the shim's streams and events, which fill needs, are
-// the current context's.
+// the current context's: with one, every chunk is the current context's device's.
 bool lazy_allowed();
 // Copies in the pieces of `mask` the chunk does not hold yet (all: ~0u); when it then holds every
 // piece, its host memory goes back once those copies are over. Returns the copies' result.
 CUresult fill(Range& range, uint32_t mask);
-// Every lazy chunk of the current context's device, whole (before work no scan sees).
+// Every lazy chunk, whole (before work no scan sees).
 void fill_all();
 
 }  // namespace gms::act::swap

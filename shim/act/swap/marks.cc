@@ -28,6 +28,11 @@ bool record(Mark& m, CUstream stream) {
   return false;
 }
 
+bool mark_end(Mark& m, CUstream stream) {
+  if (!m.event) m = marks().take();
+  return m.event && record(m, stream);
+}
+
 void gpu_wait(const Mark& m, CUstream stream, bool per_thread) {
   if (!m.event) return;
   if (call_real(GMS_REAL(cuStreamWaitEvent), driver::stream_handle(stream, per_thread), m.event, 0u) != CUDA_SUCCESS) {

@@ -29,6 +29,8 @@ struct RangeMarks {
 
 // Records a mark on `stream`; a failed record destroys the event (it may be broken).
 bool record(Mark& m, CUstream stream);
+// Moves `m` (taking an event first if it has none) to the end of what is queued on `stream`.
+bool mark_end(Mark& m, CUstream stream);
 // Work on `stream` (per_thread: the per-thread default) waits on the GPU for `m`, or here when
 // the driver will not queue the wait.
 void gpu_wait(const Mark& m, CUstream stream, bool per_thread);

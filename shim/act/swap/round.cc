@@ -70,7 +70,7 @@ bool plan(Round& round) {
     }
     if (!range.chunk.on_device()) continue;
     Chunk& c = range.chunk;
-    if (c.lazy) {  // its host memory holds what the device does not: the pieces it holds go there
+    if (c.lazy()) {  // its host memory holds what the device does not: the pieces it holds go there
       Round::Out o{};
       o.at = at;
       o.host = c.host;
@@ -212,31 +212,21 @@ void copy_outs(Round& round) {
   // remaps, where the gate costs more than it saves (docs/analysis/swap-notes.md, "The copy gate").
   std::erase_if(outs, [&](Round::Out& o) {
     const unsigned pieces = sum::pieces(o.at.size());
-    const uint32_t all = pieces >= 32 ? ~0u : (1u << pieces) - 1;
-    o.changed &= all;
-    if (o.lazy) {
-      const unsigned left = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
-      if (left) runtime_stats().decision(Decision::swap_unfilled, std::min<uint64_t>(o.at.size(), uint64_t{left} * sum::kPiece));
-    } else if (o.changed != all) {  // a kept copy, right in the pieces that did not change
-      const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
-      runtime_stats().decision(Decision::swap_unchanged, uint64_t{same} * sum::kPiece);
-      backings().keep_copies.left_unchanged(same, pieces);
+    o.changed &= all_pieces(o.at.size());
+    // Pieces not copied: of a lazy chunk, those it never held; of a kept copy, those still right.
+    const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
+    if (same != 0) {
+      const uint64_t bytes = std::min<uint64_t>(o.at.size(), uint64_t{same} * sum::kPiece);
+      runtime_stats().decision(o.lazy ? Decision::swap_unfilled : Decision::swap_unchanged, bytes);
+      if (!o.lazy) backings().keep_copies.left_unchanged(same, pieces);
     }
     if (o.changed == 0) return false;  // no copy, nothing to wait for: its device memory is free now
-    // The changed pieces, in runs of neighbours.
     CUresult c = CUDA_SUCCESS;
-    for (unsigned k = 0; k < pieces && c == CUDA_SUCCESS;) {
-      if (!(o.changed >> k & 1)) {
-        ++k;
-        continue;
-      }
-      unsigned end = k;
-      while (end < pieces && (o.changed >> end & 1)) ++end;
-      const uint64_t from = uint64_t{k} * sum::kPiece, to = std::min<uint64_t>(o.at.size(), uint64_t{end} * sum::kPiece);
+    each_run(o.changed, o.at.size(), [&](uint64_t from, uint64_t to) {
       c = mk.copy_out(o.host.side + from, o.at.chunk().device.side + from, to - from, round.out_stream, round.out_pt,
                       round.scan ? o.at.range->dev : -1);
-      k = end;
-    }
+      return c == CUDA_SUCCESS;
+    });
     if (c == CUDA_SUCCESS) {
       if (events) o.copied = mk.take();
       events = events && o.copied.event && record(o.copied, driver::stream_handle(round.out_stream, round.out_pt));
@@ -280,8 +270,6 @@ void remap_evictions(Round& round) {
         round.freed.emplace(o->at.size(), Round::Freed{c.device, o->copied});
         c.device = {};
         c.host = o->host;
-        c.lazy = false;
-        c.valid = 0;
         set_parked(c, parks);
         s.note_backing(o->at.va(), *o->at.range);
         continue;
@@ -354,9 +342,9 @@ void remap_prefetches(Round& round) {
       // piece (act/swap/fill.h): only while the host memory made stays within the managed limit,
       // since the chunk holds on to it.
       const bool keep = round.scan && b.may_keep_clean(in->at.size());
-      in->lazy = !keep && round.scan && !in->at.m->ahead && lazy_allowed() && b.within_host_limit(in->at.size());
+      const bool lazy = !keep && round.scan && !in->at.m->ahead && lazy_allowed() && b.within_host_limit(in->at.size());
       CUresult r = m != CUDA_SUCCESS ? m
-                   : in->lazy        ? CUDA_SUCCESS
+                   : lazy            ? CUDA_SUCCESS
                                      : copy(in->device.side, c.host.side, in->at.size(), round.in_stream, round.in_pt);
       if (r != CUDA_SUCCESS) {
         if (m == CUDA_SUCCESS) {
@@ -368,9 +356,8 @@ void remap_prefetches(Round& round) {
         fail(*in->at.m, "prefetch", r, in->at.size());
         continue;
       }
-      if (in->lazy) {
-        c.lazy = true;
-        c.valid = 0;
+      if (lazy) {
+        c.valid = 0;  // the host memory stays with it (Chunk::lazy)
       } else {
         keep_clean(round, *in, c, keep);
         c.host = {};
@@ -422,32 +409,6 @@ void remap_prefetches(Round& round) {
   runtime_stats().time(Timing::swap_remap_ns, trace::monotonic_ns() - round.remap_start);
 }
 
-namespace {
-
-// Scan order: a batch of spent memory, free once the copies queued on `stream` so far are over.
-bool pend(std::vector<Backing>& hosts, std::vector<Backing>& devices, CUstream stream) {
-  if (hosts.empty() && devices.empty()) return true;
-  Backings::Pending p;
-  p.done = marks().take();
-  if (!(p.done.event && record(p.done, stream))) {
-    marks().give(p.done);
-    return false;
-  }
-  p.hosts = std::move(hosts);
-  p.devices = std::move(devices);
-  backings().pending.push_back(std::move(p));
-  hosts.clear();
-  devices.clear();
-  return true;
-}
-
-bool mark_end(Mark& m, CUstream stream) {
-  if (!m.event) m = marks().take();
-  return m.event && record(m, stream);
-}
-
-}  // namespace
-
 void finish(Round& round) {
   Backings& b = backings();
   if (round.scan) {
@@ -471,8 +432,8 @@ void finish(Round& round) {
     if (ok && (ok = dev >= 0 && dev < kMaxDevices)) {
       ok = mark_end(mk.last_copies[dev], round.in_stream) && mark_end(mk.last_outs[dev], round.out_stream);
     }
-    ok = ok && pend(round.spent_hosts, round.spent_devices, round.in_stream) &&
-         pend(round.spent_out_hosts, round.spent_out_devices, round.out_stream);
+    ok = ok && b.pend(round.spent_hosts, round.spent_devices, round.in_stream) &&
+         b.pend(round.spent_out_hosts, round.spent_out_devices, round.out_stream);
     if (ok) return;
     // No events: wait here, as context order does.
   }
@@ -539,8 +500,6 @@ void remap_and_finish(Round& round) {
         if (!o->lent) round.spent_devices.push_back(c.device);
         c.device = {};
         c.host = o->host;
-        c.lazy = false;
-        c.valid = 0;
         set_parked(c, one != CUDA_SUCCESS);
         if (one != CUDA_SUCCESS) say_lost(o->at.size(), o->at.va());
         s.note_backing(o->at.va(), *o->at.range);

@@ -46,7 +46,6 @@ struct Round {
     Backing device;  // the new backing
     bool parked = false;  // the program's range has nothing mapped there
     bool copied = false;  // context order: its copy in is queued (copy_ins)
-    bool lazy = false;    // scan order: brought back piece by piece (act/swap/fill.h), nothing copied now
   };
   std::vector<Out> outs;
   std::vector<In> ins;

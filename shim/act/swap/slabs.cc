@@ -40,6 +40,7 @@ uint64_t own_stream(const Use& use) {
   thread_local const uint64_t id = 2 + g_threads.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
+
 policy::Arena::Backing backing_of(const Range& r) {
   const Chunk& c = r.chunk;
   return c.on_device() ? policy::Arena::Backing::device : c.host.handle ? policy::Arena::Backing::host : policy::Arena::Backing::none;
