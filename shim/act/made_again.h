@@ -13,7 +13,7 @@ namespace gms::act {
 // A large allocation (over a quarter of its device's budget) was placed at `base` somewhere other
 // than ordinary device memory: its uses are counted from here.
 void large_made(uintptr_t base);
-// A launch's scan found a pointer into the large allocation at `base` (act/residency.cc).
+// A launch's scan found a pointer into the large allocation at `base` (act/launch_scan.cc).
 void large_used(uintptr_t base);
 // Work no scan sees was queued (a graph launch: XLA's command buffers): it may use every large
 // allocation.

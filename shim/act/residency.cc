@@ -10,14 +10,13 @@
 
 #include "act/config.h"
 #include "act/cpu_pages.h"
+#include "act/launch_scan.h"
 #include "act/layouts.h"
 #include "act/made_again.h"
-#include "act/piece_uses.h"
 #include "act/quiet.h"
 #include "act/turns.h"
 #include "act/swap.h"
 #include "act/tables.h"
-#include "act/textures.h"
 #include "core/guard.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -93,6 +92,13 @@ State& state() {
   return *s;
 }
 
+// The launch scan's question (act/launch_scan.h). Caller holds s.mu.
+bool tracked_on(uintptr_t base, int dev) {
+  const State& s = state();
+  auto d = s.tracked.find(base);
+  return d != s.tracked.end() && d->second.dev == dev;
+}
+
 // Scan order: the movable ranges the calling thread's launch uses, from its scan to its mark.
 // Fixed size (no allocation in TLS the preload may reach early); a launch that uses more ranges
 // marks none, and the next round of moves waits for the context.
@@ -106,26 +112,7 @@ struct LaunchUses {
 };
 thread_local LaunchUses t_uses __attribute__((tls_model("initial-exec"))) = {};
 
-thread_local swap::PieceUses t_pieces __attribute__((tls_model("initial-exec"))) = {};
-
-// GPUMEMSHIM_TRACE: the allocations the calling thread's launch points into, from its scan to the
-// `launch` event written after the launch is queued (the correlation id exists only then).
-struct LaunchTrace {
-  static constexpr size_t kMax = 256;
-  uintptr_t regions[kMax];
-  uint32_t n;
-  uintptr_t stream;
-  uintptr_t fn;
-  bool collecting;
-};
-thread_local LaunchTrace t_trace __attribute__((tls_model("initial-exec"))) = {};
 std::atomic<uint64_t> g_launch_seq{0};
-
-void trace_region(uintptr_t base) {
-  if (!t_trace.collecting || t_trace.n == LaunchTrace::kMax) return;
-  if (std::find(t_trace.regions, t_trace.regions + t_trace.n, base) != t_trace.regions + t_trace.n) return;
-  t_trace.regions[t_trace.n++] = base;
-}
 
 bool learning() { return options().swap_learn.value && movable_policy(); }
 
@@ -147,55 +134,6 @@ policy::ResidencyPlanner& planner(State& s, int dev) {
     s.planners[dev] = new policy::ResidencyPlanner(cfg);
   }
   return *s.planners[dev];
-}
-
-
-// A launch's argument words, kept for the pointer tables (act/tables.h) under scan order: all of
-// them, and those that point into movable memory.
-struct Words {
-  std::vector<uintptr_t> all;
-  std::vector<uintptr_t> movable;
-  // The program's own managed memory among them: a kernel may find addresses there that the CPU
-  // wrote, which no hook sees (a linked structure in managed memory).
-  bool program_managed = false;
-};
-
-// Adds to `out` the tracked regions of this device that `w` points into, if any.
-void scan_word(uintptr_t w, uintptr_t lo, uintptr_t hi, int dev, State& s, std::vector<policy::RegionId>& out,
-               Words* words = nullptr) {
-  if (words) words->all.push_back(w);
-  if (w < lo || w >= hi) return;
-  auto r = cuda_regions().find(w);
-  if (!r || (r->kind != MemKind::managed && r->placement != Placement::swap)) return;
-  trace_region(r->base);
-  if (r->size > budget::limit(dev) / 4) large_used(r->base);
-  if (words && r->kind == MemKind::managed && r->placement != Placement::managed) words->program_managed = true;
-  if (r->placement == Placement::swap) {
-    if (words) words->movable.push_back(w);
-    // Movable memory: the regions are the chunks the allocation lies in.
-    for (uintptr_t c = swap::chunk_of(r->base); c < r->base + r->size; c += swap::chunk_bytes()) {
-      auto d = s.tracked.find(c);
-      if (d == s.tracked.end() || d->second.dev != dev) continue;
-      out.push_back(c);
-      t_pieces.add(c, swap::pieces_touched(c, swap::chunk_bytes(), r->base, r->base + r->size));
-    }
-    return;
-  }
-  auto d = s.tracked.find(r->base);
-  if (d != s.tracked.end() && d->second.dev == dev) out.push_back(r->base);
-}
-
-// Every 8-byte aligned word of the argument bytes: taken as a pointer, and when it is the handle of
-// a texture object of this device, also for the memory the texture reads. (A number that happens
-// to equal a handle costs a needless move at worst.)
-void scan_bytes(const unsigned char* p, size_t n, uintptr_t lo, uintptr_t hi, int dev, State& s,
-                std::vector<policy::RegionId>& out, Words* words = nullptr) {
-  for (size_t k = 0; k + sizeof(uintptr_t) <= n; k += sizeof(uintptr_t)) {
-    uintptr_t w;
-    std::memcpy(&w, p + k, sizeof(w));
-    if (const uintptr_t t = texture_memory(dev, w)) scan_word(t, lo, hi, dev, s, out);
-    scan_word(w, lo, hi, dev, s, out, words);
-  }
 }
 
 CUresult move(uintptr_t addr, uint64_t bytes, CUmemLocation where, CUstream stream, bool per_thread) {
@@ -649,7 +587,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         return;
       }
       for (size_t i = 0; i < params_layout.size(); ++i) {
-        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, s, referenced, collect);
+        scan_bytes(static_cast<const unsigned char*>(params[i]), params_layout[i].size, lo, hi, dev, tracked_on, referenced, collect);
       }
     } else {
       // CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE: one packed buffer, laid out by the same offsets.
@@ -659,7 +597,7 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = static_cast<const unsigned char*>(e[1]);
         if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) std::memcpy(&size, e[1], sizeof(size));
       }
-      if (buf) scan_bytes(buf, size, lo, hi, dev, s, referenced, collect);
+      if (buf) scan_bytes(buf, size, lo, hi, dev, tracked_on, referenced, collect);
     }
     if (collect) {
       // What the tables among the arguments point to: used or ordered like the arguments.
@@ -669,8 +607,8 @@ void prepare_launch(CUfunction f, void** params, void** extra, CUstream stream, 
         as_unscanned();
         return;
       }
-      for (uintptr_t w : reached.used) scan_word(w, lo, hi, dev, s, referenced);
-      for (uintptr_t w : reached.ordered) scan_word(w, lo, hi, dev, s, ordered);
+      for (uintptr_t w : reached.used) scan_word(w, lo, hi, dev, tracked_on, referenced);
+      for (uintptr_t w : reached.ordered) scan_word(w, lo, hi, dev, tracked_on, ordered);
     }
     const bool used = prepare_use(s, referenced, dev, stream, per_thread, ordered);
     if (collect && words.program_managed && !t_uses.unscanned) {
@@ -743,7 +681,7 @@ bool before_transfer_slow(uintptr_t a, uintptr_t b, CUstream stream, bool per_th
   std::vector<policy::RegionId> referenced;
   t_pieces.clear();
   const uintptr_t ends[2] = {a, b};
-  scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, s, referenced);
+  scan_bytes(reinterpret_cast<const unsigned char*>(ends), sizeof(ends), lo, hi, dev, tracked_on, referenced);
   // Only movable memory: moves are ordered against the copy; managed memory the driver keeps
   // coherent through a copy wherever it is, so a copy prefetches none.
   std::erase_if(referenced, [&](policy::RegionId id) {

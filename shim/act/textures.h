@@ -1,6 +1,6 @@
 #pragma once
 // Texture objects over linear or pitched memory, per device: a kernel given a texture object's
-// handle reads the memory behind it, so the launch scan (act/residency) takes such a handle, met
+// handle reads the memory behind it, so the launch scan (act/launch_scan) takes such a handle, met
 // as a kernel argument, for a pointer to that memory too. A handle is a small number, which
 // another device's context may hand out too.
 #include <cstdint>
