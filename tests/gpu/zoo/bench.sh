@@ -58,7 +58,9 @@ bench_model() {
       timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
         python3 $Z "$m" --steps "$STEPS" >/dev/null 2>>"$LOG"
       row "$m" "$div" "auto, traced" "$("$TOOL" report "$TMP/$m-$div.jsonl" --json 2>>"$LOG" |
-        python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copied_in","copied_out","missing")}))')"
+        python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copy_in_ns","copy_out_ns","copy_both_ns","copied_in","copied_out","missing")}))')"
+      # KEEP_TRACES=DIR keeps auto's traces (gzipped) for study away from the GPU.
+      if [ -n "${KEEP_TRACES:-}" ]; then mkdir -p "$KEEP_TRACES" && gzip -c "$TMP/$m-$div.jsonl" > "$KEEP_TRACES/$m-$div.jsonl.gz"; fi
       rm -f "$TMP/$m-$div.jsonl"
     fi
     if [ "${CONTEXT:-0}" = 1 ]; then
