@@ -12,6 +12,9 @@
 # ROWS: space-separated KIND:MODEL:BUDGET, KIND decode (zoo/decode.py, greedy decoding, 24 tokens),
 # zoo (zoo/zoo.py, training, 14 steps) or jax (zoo/jax_train.py, MODEL ignored: an MLP trained
 # with optax, 10 steps), BUDGET the device limit (GPUMEMSHIM_DEVICE_LIMIT).
+# GMS_STEP_SYNC=window times the training rows as a loop that never synchronises the whole device
+# (tests/gpu/placement/train_steps.py): work the shim leaves queued at a step's end then overlaps
+# the next step instead of being waited for.
 # REPEAT: runs of each side a row (alternating A B, B A, ...). LIMIT: seconds; rows not started by
 # then are left out, and the table says so. Policy auto, managed limit 24G (decode) or 16G (zoo).
 # Writes $OUT/ab.md (every run, the medians, B/A, the tokens' digest or the loss, and the shim's

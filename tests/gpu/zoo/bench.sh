@@ -13,6 +13,8 @@
 # need (seconds, once), so a median over earlier steps mixes those in (2026-11-27, every step's time
 # of a run: zoo.jsonl's steps_ms). That is a training run's steady state. TRACED=0 leaves out the
 # traced runs of auto (where its step's time goes) to save time.
+# GMS_STEP_SYNC=window: steps timed with no synchronisation of the device between them (see
+# tests/gpu/placement/train_steps.py).
 # GPU safety: every run under the shim caps managed memory and sets a device limit. MODELS, STEPS,
 # BUDGETS (divisors), CONTEXT, GPUS (lanes, one GPU each), WARMUP and TRACED may be set.
 . "$(dirname "$0")/prelude.sh"
