@@ -154,6 +154,7 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
   std::vector<Decided> decided;
   std::vector<int64_t> now_used(u.units.size(), -1);
   std::vector<char> born_away(u.units.size(), 0);  // made on the host: no room, nothing in it yet
+  std::vector<uint64_t> occupied(n, 0);  // bytes on the device at each kernel (with copies in begun before it, below)
   auto add = [&](uint32_t x, int64_t k) {
     resident[x] = 1;
     key[x] = k;
@@ -251,6 +252,7 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
       }
     }
     plan.max_resident = std::max(plan.max_resident, used);
+    occupied[g] = used;
     // Keys after this kernel: farthest uses the next use, lru the last use (this one).
     for (uint32_t i : u.uses_at[g]) {
       const int64_t k = lru ? g : next_use(u.inst[i], g);
@@ -282,6 +284,7 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
   double out_free = 0, in_free = 0;
   size_t d = 0;
   std::vector<char> held_now(u.units.size(), 0);
+  std::vector<double> left_at(u.units.size(), 0);  // when each piece's last copy out ended
   for (int64_t g = 0; g < n; ++g) {
     const double prev_end = g ? end[g - 1] : 0;
     for (uint32_t i : u.died_at[g]) {
@@ -312,9 +315,23 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
         }
         if (held_now[x]) releases.push({move_end[k], bytes});
         held_now[x] = 0;
+        left_at[x] = move_end[k];
         return;
       }
-      move_start[k] = std::max(in_free, room_at(bytes, 0));
+      // Not before its copy out is over (the host holds its bytes only from then), nor while a
+      // kernel before the one that needs it runs with no room for it: a copy begun early holds its
+      // room through every kernel it overlaps.
+      double at = std::max({in_free, room_at(bytes, 0), left_at[x]});
+      int64_t from = g;
+      while (from > 0 && end[from - 1] > at) {
+        if (occupied[from - 1] + bytes > cfg.budget) {
+          at = end[from - 1];
+          break;
+        }
+        --from;
+      }
+      for (int64_t q = from; q < g; ++q) occupied[q] += bytes;
+      move_start[k] = at;
       in_free = move_end[k] = move_start[k] + bytes / cfg.in_bytes_per_ns;
       held_now[x] = 1;
       ready = std::max(ready, move_end[k]);
@@ -386,8 +403,8 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
 
 StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
   if (cfg.victims != StepPlanConfig::Victims::fastest) return plan_with(t, cfg);
-  // Each rule wins somewhere: least recently used reaches the floor on the GPT-style step at peak
-  // / 1.2, where the others do not (docs/design/schedule.md, "The schedule").
+  // Each rule wins somewhere: least recently used is the fastest on the GPT-style step at peak / 1.2,
+  // where the others are 1.26x slower (docs/design/schedule.md, "The schedule").
   StepPlan best;
   bool first = true;
   for (StepPlanConfig::Victims v : {StepPlanConfig::Victims::most_slack, StepPlanConfig::Victims::farthest_next_use,
@@ -403,87 +420,6 @@ StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
     }
   }
   return best;
-}
-
-uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
-  const int64_t period = static_cast<int64_t>(t.period());
-  std::vector<std::vector<int64_t>> uses(t.allocs.size());
-  for (int64_t p = 0; p < period; ++p) {
-    for (uint32_t a : t.kernels[p].uses) uses[a].push_back(p);
-  }
-  std::vector<double> before(period + 1, 0.0);  // kernel time before position p
-  for (int64_t p = 0; p < period; ++p) before[p + 1] = before[p] + static_cast<double>(t.kernels[p].dur_ns);
-  const double all = before[period];
-  double best = all;
-  struct Away {
-    double bytes;
-    int64_t last, next;  // last use before p (-1: before the step), next use from p (>= P: the next step's)
-  };
-  std::vector<Away> cand;
-  for (int64_t p = 0; p < period; ++p) {
-    double live = 0, dropped = 0;
-    cand.clear();
-    for (uint32_t a = 0; a < t.allocs.size(); ++a) {
-      if (!t.alive(a, static_cast<uint64_t>(p))) continue;
-      const StepTimeline::Alloc& x = t.allocs[a];
-      const double b = static_cast<double>(x.bytes);
-      live += b;
-      if (std::binary_search(uses[a].begin(), uses[a].end(), p)) continue;  // must be on the device
-      // The instance alive at p: born at `from`, freed at `death` (this step's frame).
-      const bool current = x.persistent() || (x.born <= p && p < x.died);
-      const int64_t from = x.persistent() ? INT64_MIN : current ? x.born : x.born - period;
-      const int64_t death = x.persistent() ? INT64_MAX : current ? x.died : x.died - period;
-      int64_t last = -1, next = INT64_MAX;
-      for (int64_t q : uses[a]) {
-        for (int64_t g : {q - period, q, q + period}) {  // its uses in this frame, the step before and after
-          if (g < from || g >= death) continue;
-          if (g < p) last = std::max(last, g);
-          if (g > p) next = std::min(next, g);
-        }
-      }
-      if (next == INT64_MAX && (!cfg.copy_dead || last < 0)) {
-        dropped += b;  // never used again (and, with copy_dead, nothing in it yet): away at no cost
-        continue;
-      }
-      cand.push_back({b, last, next});
-    }
-    double need = live - dropped - static_cast<double>(cfg.budget);
-    if (need <= 0) continue;
-    // Away at p: the bytes used again farthest ahead (they leave the longest windows to come back).
-    std::sort(cand.begin(), cand.end(), [](const Away& x, const Away& y) { return x.next > y.next; });
-    std::vector<Away> away;
-    for (const Away& c : cand) {
-      if (need <= 0) break;
-      away.push_back({std::min(c.bytes, need), c.last, c.next});
-      need -= c.bytes;
-    }
-    double moved = 0, back = 0;  // back: those that return (with copy_dead, not those freed first)
-    for (const Away& x : away) {
-      moved += x.bytes;
-      if (x.next != INT64_MAX) back += x.bytes;
-    }
-    best = std::max(best, std::max(moved / cfg.out_bytes_per_ns, back / cfg.in_bytes_per_ns));
-    // Before p: those last used at or after kernel q (this step) leave after it ran, by p.
-    double tb = before[p];
-    std::sort(away.begin(), away.end(), [](const Away& x, const Away& y) { return x.last > y.last; });
-    double out = 0;
-    for (const Away& x : away) {
-      if (x.last < 0) break;
-      out += x.bytes;
-      tb = std::max(tb, before[x.last + 1] + out / cfg.out_bytes_per_ns);
-    }
-    // From p: those used again by kernel q (this step) come back after p, before q starts.
-    double ta = all - before[p];
-    std::sort(away.begin(), away.end(), [](const Away& x, const Away& y) { return x.next < y.next; });
-    double in = 0;
-    for (const Away& x : away) {
-      if (x.next >= period) break;
-      in += x.bytes;
-      ta = std::max(ta, in / cfg.in_bytes_per_ns + (all - before[x.next]));
-    }
-    best = std::max(best, tb + ta);
-  }
-  return static_cast<uint64_t>(std::llround(best));
 }
 
 std::string check_plan(const StepTimeline& t, const StepPlanConfig& cfg, const StepPlan& plan) {

@@ -23,9 +23,8 @@
 // with the uses of the step after it known.
 //
 // This step time is what an executor that knows the step in advance and waits for nothing else can
-// reach with these moves: `gpumemshim report` calls it the schedule. lower_bound_ns is a floor for
-// schedules that keep away the bytes used again farthest ahead (each direction must move what the
-// budget forces, and kernels run in order); a schedule that keeps others away can go below it.
+// reach with these moves: `gpumemshim report` calls it the schedule. The floor under every schedule
+// is policy/step_floor.h.
 //
 // Pure code: no CUDA, no globals, no I/O.
 #include <cstdint>
@@ -78,15 +77,6 @@ struct StepPlan {
 };
 
 StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg);
-
-// The floor under the step time: kernels run one after another, and at each kernel p the bytes
-// alive beyond the budget (those used again farthest ahead, the cheapest to have away) are away: the
-// ones last used in this step before p left after that use and by p over the out direction, the ones
-// used again in this step come back after p and before that use over the in direction, and all of
-// them cross each direction once per step. (Choosing them by farthest next use makes this a floor
-// for schedules that do so; no schedule moves fewer bytes.) With copy_dead, those freed before
-// their next use cross the out direction after their last use, and never come back.
-uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg);
 
 // Replays `plan`'s moves over the measured step and says what is wrong with them (an empty string
 // when nothing is): a kernel whose pieces are not all on the device, more resident than the budget,

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "policy/step_detect.h"
+#include "policy/step_floor.h"
 #include "policy/step_plan.h"
 
 namespace gms::report {
