@@ -13,6 +13,9 @@
 # need (seconds, once), so a median over earlier steps mixes those in (2026-11-27, every step's time
 # of a run: zoo.jsonl's steps_ms). That is a training run's steady state. TRACED=0 leaves out the
 # traced runs of auto (where its step's time goes) to save time.
+# With GPUS above 1 the rows of auto past a budget run alone on the host (the other lanes wait):
+# lanes running at once disturbed each other's copies. ZOO=SCRIPT stands in for zoo.py (the locks'
+# test runs one that only sleeps: tests/tools/test_zoo_lanes.py).
 # GMS_STEP_SYNC=window: steps timed with no synchronisation of the device between them (see
 # tests/gpu/placement/train_steps.py).
 # GPU safety: every run under the shim caps managed memory and sets a device limit. MODELS, STEPS,
@@ -32,7 +35,15 @@ last_json() { grep '^{' | tail -1; }
 # row MODEL BUDGET_DIV CONFIG JSON: one line of zoo.jsonl
 row() { python3 -c 'import json,sys; d=json.loads(sys.argv[4] or "{}"); d.update(model=sys.argv[1], div=sys.argv[2], config=sys.argv[3]); print(json.dumps(d))' "$@" | tee -a "${LANE_ROWS:-$ROWS}"; }
 SHIMENV=(env LD_PRELOAD="$SHIM" GPUMEMSHIM_MANAGED_LIMIT=16G)
-run() { timeout 240 "$@" 2>>"$LOG" | last_json; }
+# Lanes share the host's memory and PCIe root: runs past a budget copy at up to the link's rate
+# both ways, and four lanes at once made some steps 2x to 7x longer (docs/benchmarks.md, "At the
+# head"). So the rows of policy auto, the ones the table compares, run alone: they hold the host's
+# lock that every other run shares, and a turnstile keeps a waiting auto row from being passed by
+# the other lanes' runs. One lane: no waits.
+alone() { (flock -x 8 && flock -x 9 && "$@" 8>&- 9>&-) 8>"$TMP/turnstile" 9>"$TMP/host"; }
+beside() { (flock -x 8 && flock -s 9 && flock -u 8 && "$@" 8>&- 9>&-) 8>"$TMP/turnstile" 9>"$TMP/host"; }
+run() { beside timeout 240 "$@" 2>>"$LOG" | last_json; }
+run_alone() { alone timeout 240 "$@" 2>>"$LOG" | last_json; }
 bench_model() {
   local m=$1 free peak div mib limit bound
   echo "== $m" | tee -a "$LOG"
@@ -43,7 +54,7 @@ bench_model() {
   # Policy auto when the step fits the card: what it costs a program it need not help.
   row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
   # The step with no budget to speak of, traced: its kernels, lives and uses.
-  timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
+  beside timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
     python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
   for div in $BUDGETS; do
     mib=$(python3 -c "print(int($peak * 1024 / $div))")
@@ -52,12 +63,12 @@ bench_model() {
       python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("floor_ns","bound_ns","kernel_ns","plan_in","plan_out","plan_dropped","bound_copied_ns","floor_copied_ns","plan_copied_out","missing")}))')
     row "$m" "$div" "bound" "$bound"
     # Policy auto with nothing else set but the budget.
-    row "$m" "$div" "auto" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
+    row "$m" "$div" "auto" "$(run_alone "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
     row "$m" "$div" "save_on_cpu" "$(run python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP" --save-on-cpu $((mib * 1048576)))"
     # Where auto's step time goes: the same run traced (tracing costs it some time), the report's
     # view of its repeating step.
     if [ "$TRACED" = 1 ]; then
-      timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
+      beside timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_TRACE="$TMP/$m-$div.jsonl" GPUMEMSHIM_POLICY=auto GPUMEMSHIM_DEVICE_LIMIT="$limit" \
         python3 $Z "$m" --steps "$STEPS" >/dev/null 2>>"$LOG"
       row "$m" "$div" "auto, traced" "$("$TOOL" report "$TMP/$m-$div.jsonl" --json 2>>"$LOG" |
         python3 -c 'import json,sys; s=json.load(sys.stdin)["steps"][0]; print(json.dumps({k: s.get(k) for k in ("measured_ns","busy_ns","idle_ns","idle_copying_ns","copy_in_ns","copy_out_ns","copy_both_ns","copied_in","copied_out","missing")}))')"
