@@ -40,9 +40,12 @@ Taken take(const std::vector<Away>& cand, double need) {
 
 }  // namespace
 
-uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
+uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) { return step_floor(t, cfg).ns; }
+
+StepFloor step_floor(const StepTimeline& t, const StepPlanConfig& cfg) {
+  StepFloor floor;
   const int64_t period = static_cast<int64_t>(t.period());
-  if (period == 0) return 0;
+  if (period == 0) return floor;
   std::vector<std::vector<int64_t>> uses(t.allocs.size());
   for (int64_t p = 0; p < period; ++p) {
     for (uint32_t a : t.kernels[p].uses) uses[a].push_back(p);
@@ -126,7 +129,15 @@ uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
     size_t o = outs.size();  // outs[0..o) have l >= c
     auto sum_at = [&](int64_t c) {
       while (o > 0 && outs[o - 1].at < c) --o;
-      best = std::max(best, all + (o ? out_from[o - 1] : K(p)) + in_to);
+      const double tb = (o ? out_from[o - 1] : K(p)) - K(c), ta = K(c + period) + in_to;
+      if (tb + ta > best) {
+        best = tb + ta;
+        floor.at = p;
+        floor.cut = c;
+        floor.away = static_cast<uint64_t>(need);
+        floor.out_ns = static_cast<uint64_t>(std::llround(tb));
+        floor.in_ns = static_cast<uint64_t>(std::llround(ta));
+      }
     };
     sum_at(p - period + 1);
     for (const Term& in : ins) {
@@ -134,8 +145,13 @@ uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg) {
       sum_at(std::max(in.at, p - period + 1));
     }
   }
-  best = std::max(best, most_out / cfg.out_bytes_per_ns);
-  return static_cast<uint64_t>(std::llround(best));
+  if (most_out / cfg.out_bytes_per_ns > best) {
+    best = most_out / cfg.out_bytes_per_ns;
+    floor.at = -1;
+  }
+  floor.ns = static_cast<uint64_t>(std::llround(best));
+  if (floor.at < 0) floor = StepFloor{floor.ns};
+  return floor;
 }
 
 }  // namespace gms::policy

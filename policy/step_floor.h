@@ -24,4 +24,18 @@ namespace gms::policy {
 // and at least the bytes one direction must move in a step at its rate.
 uint64_t lower_bound_ns(const StepTimeline& t, const StepPlanConfig& cfg);
 
+// The floor and where it binds, for a report to say why.
+struct StepFloor {
+  uint64_t ns = 0;
+  // The kernel where the budget binds hardest (-1: the floor is the kernels alone, or one
+  // direction's bytes), the bytes away there, and the cut that binds: from the start of kernel
+  // `cut` (of this step, or of the step before when negative) to the start of `at` at least
+  // `out_ns` (the kernels between and the copies out of what is away at `at`), and from there to
+  // kernel cut + P at least `in_ns` (the copies in and the kernels after them); their sum is `ns`.
+  int64_t at = -1, cut = 0;
+  uint64_t away = 0;
+  uint64_t out_ns = 0, in_ns = 0;
+};
+StepFloor step_floor(const StepTimeline& t, const StepPlanConfig& cfg);
+
 }  // namespace gms::policy

@@ -240,6 +240,10 @@ class ReportStepsTest(unittest.TestCase):
         # kernel (its last use) and the last copy in before the last kernel (its use): 2 ms each.
         self.assertAlmostEqual(s["floor_ns"] / 1e6, 2 * (2 + 768 * (1 << 20) / 54.6e6), delta=0.5)
         self.assertGreaterEqual(s["bound_ns"], s["floor_ns"])
+        # It binds where the five activations are alive together, with those 768 MiB away.
+        self.assertEqual((s["floor_away"], s["floor_kernel"]), (768 << 20, "forward_4"))
+        self.assertLessEqual(abs(s["floor_out_ns"] + s["floor_in_ns"] - s["floor_ns"]), 1)
+        self.assertAlmostEqual(s["floor_in_ns"] / 1e6, 768 * (1 << 20) / 54.6e6, delta=0.1, msg="the copies in alone")
         self.assertGreater(s["measured_ns"], s["bound_ns"], "the recorded run waits for every copy")
         self.assertGreaterEqual(s["plan_in"], 768 << 20)
         self.assertTrue(s["feasible"])

@@ -135,6 +135,12 @@ TEST(StepFloor, CountsBothCopiesOfWhatIsUsedOnceAStep) {
   const double copy = 64.0 * MiB / c.in_bytes_per_ns;
   const uint64_t floor = lower_bound_ns(t, c);
   EXPECT_GE(floor, static_cast<uint64_t>(2 * copy)) << "out after kernel 0, in before the next kernel 0";
+  const StepFloor where = step_floor(t, c);
+  EXPECT_EQ(where.ns, floor);
+  EXPECT_TRUE(where.at == 1 || where.at == 2) << where.at << ": where the activations are alive";
+  EXPECT_EQ(where.away, 64 * MiB);
+  EXPECT_EQ(where.cut, 0) << "the cut after which the state's both copies lie in one step";
+  EXPECT_NEAR(static_cast<double>(where.out_ns + where.in_ns), static_cast<double>(floor), 1.0);
   StepPlan p = plan_step(t, c);
   EXPECT_EQ(check_plan(t, c, p), "");
   EXPECT_GE(p.step_ns, floor);

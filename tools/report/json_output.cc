@@ -330,6 +330,13 @@ void steps(JsonWriter& w, const Report& r) {
     w.key("feasible"), w.value(s.feasible);
     w.key("bound_ns"), w.value(s.bound_ns);
     w.key("floor_ns"), w.value(s.floor_ns);
+    if (s.floor_at >= 0) {
+      w.key("floor_at"), w.value(s.floor_at);
+      w.key("floor_kernel"), w.value(s.floor_kernel);
+      w.key("floor_away"), w.value(s.floor_away);
+      w.key("floor_out_ns"), w.value(s.floor_out_ns);
+      w.key("floor_in_ns"), w.value(s.floor_in_ns);
+    }
     w.key("plan_in"), w.value(s.plan_in);
     w.key("plan_out"), w.value(s.plan_out);
     w.key("plan_dropped"), w.value(s.plan_dropped);

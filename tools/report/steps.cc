@@ -276,7 +276,15 @@ StepRow find_step(const TraceSet& set, size_t fi, policy::StepTimeline* timeline
     const policy::StepPlan plan = policy::plan_step(t, cfg);
     row.feasible = plan.feasible;
     row.bound_ns = static_cast<int64_t>(plan.step_ns);
-    row.floor_ns = static_cast<int64_t>(policy::lower_bound_ns(t, cfg));
+    const policy::StepFloor floor = policy::step_floor(t, cfg);
+    row.floor_ns = static_cast<int64_t>(floor.ns);
+    if (floor.at >= 0) {
+      row.floor_at = floor.at;
+      row.floor_kernel = set.strings.str(keys[static_cast<size_t>(S + floor.at)]);
+      row.floor_away = floor.away;
+      row.floor_out_ns = static_cast<int64_t>(floor.out_ns);
+      row.floor_in_ns = static_cast<int64_t>(floor.in_ns);
+    }
     row.plan_in = plan.bytes_in;
     row.plan_out = plan.bytes_out;
     row.plan_dropped = plan.bytes_dropped;

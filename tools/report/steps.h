@@ -23,6 +23,12 @@ struct StepRow {
   bool feasible = true;
   int64_t bound_ns = 0;      // the schedule's step time at the budget (0: no budget, or nothing moves)
   int64_t floor_ns = 0;      // no schedule does better
+  // Where the floor binds (policy/step_floor.h): the kernel (position in the step, -1: none, and
+  // its name), the bytes away there, the least time before it and after it within one step.
+  int64_t floor_at = -1;
+  std::string floor_kernel;
+  uint64_t floor_away = 0;
+  int64_t floor_out_ns = 0, floor_in_ns = 0;
   uint64_t plan_in = 0, plan_out = 0;  // bytes the schedule moves per step
   uint64_t plan_dropped = 0;           // bytes it evicts with no copy: freed before their next use
   // The same with every eviction of memory used since it was made copied out (StepPlanConfig::

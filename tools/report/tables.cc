@@ -302,6 +302,12 @@ Table steps_table(const TraceSet& set, const Report& r) {
                           human_duration(s.copy_out_ns) + ", both at once " + human_duration(s.copy_both_ns) +
                           " (the link carries both directions at full rate: the less at once, the more they took turns)");
     }
+    if (bounded && s.floor_at >= 0) {
+      tab.notes.push_back(who + ": the floor binds at kernel " + count(s.floor_at) + " of the step (" + short_name(demangle(s.floor_kernel), 48) +
+                          "), " + bytes(s.floor_away) + " away there: at least " + human_duration(s.floor_out_ns) +
+                          " before it for the kernels and copies out, " + human_duration(s.floor_in_ns) +
+                          " after it for the copies in and kernels");
+    }
     if (bounded) {
       tab.notes.push_back(who + ": the schedule moves " + bytes(s.plan_in) + " in and " + bytes(s.plan_out) +
                           " out per step at 54.6 GB/s each way beside the kernels, each at its fastest in the trace (" +
