@@ -1,6 +1,6 @@
 """The zoo's table (tests/gpu/zoo/bench.sh): one row per model and budget, each configuration's step
-time with its ratio to the same model's step with no limit, the bound (the least step time any
-schedule can reach at that budget on this link), the planner's schedule of its step, and that
+time with its ratio to the same model's step with no limit, the bound (the floor no schedule beats
+at that budget on this link: policy/step_floor.h), the planner's schedule of its step, and that
 schedule with every eviction copied out (memory freed before its next use too, which the bound drops
 and a shim that never loses data cannot), and the ratios that matter: policy auto to the bound and
 to the schedule with every eviction copied, and save_on_cpu against auto; then, from auto's traced
