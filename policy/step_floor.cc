@@ -30,12 +30,12 @@ struct Taken {
   double last = 0;
 };
 Taken take(const std::vector<Away>& cand, double need) {
-  Taken t;
-  for (double left = need; t.n < cand.size() && left > 0; ++t.n) {
-    t.last = std::min(left, cand[t.n].bytes);
-    left -= cand[t.n].bytes;
+  Taken taken;
+  for (double left = need; taken.n < cand.size() && left > 0; ++taken.n) {
+    taken.last = std::min(left, cand[taken.n].bytes);
+    left -= cand[taken.n].bytes;
   }
-  return t;
+  return taken;
 }
 
 }  // namespace
@@ -102,9 +102,9 @@ StepFloor step_floor(const StepTimeline& t, const StepPlanConfig& cfg) {
     std::sort(cand.begin(), cand.end(), [](const Away& x, const Away& y) { return x.last < y.last; });
     outs.clear();
     double bytes = 0;
-    Taken t = take(cand, need);
-    for (size_t i = t.n; i-- > 0;) {
-      bytes += i + 1 == t.n ? t.last : cand[i].bytes;
+    Taken taken = take(cand, need);
+    for (size_t i = taken.n; i-- > 0;) {
+      bytes += i + 1 == taken.n ? taken.last : cand[i].bytes;
       outs.push_back({cand[i].last, K(cand[i].last + 1) + bytes / cfg.out_bytes_per_ns});
     }
     // Copies in: those used again latest (or never) need the least time after p. Of those taken,
@@ -113,10 +113,10 @@ StepFloor step_floor(const StepTimeline& t, const StepPlanConfig& cfg) {
     std::sort(cand.begin(), cand.end(), [](const Away& x, const Away& y) { return x.next > y.next; });
     ins.clear();
     bytes = 0;
-    t = take(cand, need);
-    for (size_t i = t.n; i-- > 0;) {
+    taken = take(cand, need);
+    for (size_t i = taken.n; i-- > 0;) {
       if (cand[i].next == kDead) break;  // never comes back
-      bytes += i + 1 == t.n ? t.last : cand[i].bytes;
+      bytes += i + 1 == taken.n ? taken.last : cand[i].bytes;
       ins.push_back({cand[i].next - period, bytes / cfg.in_bytes_per_ns - K(cand[i].next)});
     }
     // A cut c in (p - P, p] puts both windows in one step: the step is at least
