@@ -57,9 +57,9 @@ int main(int argc, char** argv) {
   while (!g_bg_started.load()) {
   }
   // Under a sanitizer's malloc the shim sees no host block, and the forks would only test that
-  // allocator: GCC 12's AddressSanitizer is not fork-safe there (a child's malloc spun forever on the
-  // large-block lock the other thread held at the fork, about once in 20 runs). So the other thread
-  // is done before the forks; with the shim's malloc it runs through them.
+  // allocator, which GCC 12's AddressSanitizer does not make fork-safe: a child's malloc can spin
+  // forever on the large-block lock the other thread held at the fork. So the other thread is done
+  // before the forks; with the shim's malloc it runs through them.
   const bool quiet_forks = preload::has_arg(argc, argv, "--sanitizer-malloc");
   if (quiet_forks) {
     g_bg_stop.store(true);
