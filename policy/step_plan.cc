@@ -403,8 +403,8 @@ static StepPlan plan_with(const StepTimeline& t, const StepPlanConfig& cfg) {
 
 StepPlan plan_step(const StepTimeline& t, const StepPlanConfig& cfg) {
   if (cfg.victims != StepPlanConfig::Victims::fastest) return plan_with(t, cfg);
-  // Each rule wins somewhere: least recently used is the fastest on the GPT-style step at peak / 1.2
-  // and the slowest on others (docs/design/schedule.md, "The schedule").
+  // Each rule wins somewhere: least recently used on the GPT-style step at peak / 1.2, the others
+  // on other steps (docs/design/schedule.md, "The schedule").
   StepPlan best;
   bool first = true;
   for (StepPlanConfig::Victims v : {StepPlanConfig::Victims::most_slack, StepPlanConfig::Victims::farthest_next_use,
