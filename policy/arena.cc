@@ -293,6 +293,23 @@ std::vector<Arena::Tag> Arena::tags_in(uint64_t chunk) const {
   return out;
 }
 
+uint32_t Arena::live_granules(uint64_t chunk) const {
+  const uint64_t per = cfg_.chunk / cfg_.granule;
+  if (per > 32) return ~0u;
+  const uint64_t lo = chunk * cfg_.chunk, hi = lo + cfg_.chunk;
+  uint32_t mask = 0;
+  // The allocation that starts before the chunk may reach into it; the rest start inside it.
+  auto it = live_.upper_bound(lo);
+  if (it != live_.begin()) --it;
+  for (; it != live_.end() && it->first < hi; ++it) {
+    const uint64_t a = std::max(it->first, lo), b = std::min(it->first + it->second, hi);
+    if (a >= b) continue;
+    const uint64_t first = (a - lo) / cfg_.granule, last = (b - lo - 1) / cfg_.granule;
+    for (uint64_t g = first; g <= last; ++g) mask |= 1u << g;
+  }
+  return mask;
+}
+
 uint64_t Arena::size_of(uint64_t offset) const {
   auto it = live_.find(offset);
   return it == live_.end() ? 0 : it->second;

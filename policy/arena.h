@@ -73,6 +73,10 @@ class Arena {
   Backing backing(uint64_t chunk) const { return backing_[chunk]; }
   uint64_t live_in(uint64_t chunk) const { return live_in_[chunk]; }
   uint64_t size_of(uint64_t offset) const;  // of the live allocation there; 0: none
+  // The granules of the chunk that a live allocation covers: bit k for granule k (a chunk of at
+  // most 32 granules; more set the rest). What no live allocation covers was freed or never taken,
+  // and no one may read it again: a move need not copy it.
+  uint32_t live_granules(uint64_t chunk) const;
   // Chunks [first, last] that [offset, offset + size) touches.
   uint64_t first_chunk(uint64_t offset) const { return offset / cfg_.chunk; }
   uint64_t last_chunk(uint64_t offset, uint64_t size) const { return (offset + size - 1) / cfg_.chunk; }

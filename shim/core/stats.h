@@ -55,10 +55,13 @@ namespace gms {
   X(swap_dropped_spare, "spare device memory given back to the driver to stay within the budget") \
   X(swap_kept, "chunks brought in that kept their host copy and the sum of what came in (policy/keep_copies.h)") \
   X(swap_unchanged, "evicted chunks whose host copy was still right in some of their 2 MiB pieces (the same sums as they came in with), and the bytes of those pieces: not copied out") \
+  X(swap_dead_pieces, "pieces of evicted chunks that no live allocation covers (freed or never taken): not copied out, bytes") \
   X(swap_rounds_out_only, "rounds of moves with copies out only")                             \
   X(swap_rounds_in_only, "rounds of moves with copies in only")                               \
   X(refused, "allocations refused with out-of-memory by the device or managed limit")         \
   X(swap_filled, "pieces of chunks brought back lazily (GPUMEMSHIM_SWAP_LAZY), copied in when a use first needed them: calls and bytes") \
+  X(swap_filled_whole, "of those, pieces copied in because a use no scan narrowed to pieces needed the whole chunk (work no scan sees, the shim's own reads, a launch past the scan's list): calls and bytes") \
+  X(swap_in_whole, "chunks a round copied in whole (a kept host copy, brought back ahead, host memory at the managed limit, or lazy chunks off): calls and bytes") \
   X(swap_unfilled, "pieces of chunks brought back lazily that left again before any use needed them: bytes copied neither in nor out") \
   X(prefetched, "managed memory prefetched to the device before a launch")                    \
   X(evicted, "managed memory sent back to the host to stay within the budget")                \

@@ -966,11 +966,16 @@ class PreloadSwap(PreloadCase):
         # uncopied, and at the end), and a1's and a2's pieces came in as their launches needed them.
         self.assertGreater(d["swap_filled"]["calls"], 0)
         self.assertGreaterEqual(d["swap_unfilled"]["bytes"], 2 * MiB)
+        # The piece of a2, freed, left A uncopied (the program checks the bytes of that move).
+        self.assertEqual(d["swap_dead_pieces"]["bytes"], 2 * MiB)
         self.assertEqual(self.only_stats(run)["live_bytes_at_exit"]["device"], 0)
         # Off: every chunk comes back whole (the program checks the bytes each launch copies).
         run = self.run_program("swap_lazy", "off", env=dict(env, GPUMEMSHIM_SWAP_LAZY="off"))
         self.assertIn("swap lazy ok", run.stdout)
-        self.assertEqual(self.only_stats(run)["decisions"]["swap_filled"]["calls"], 0)
+        d = self.only_stats(run)["decisions"]
+        self.assertEqual(d["swap_filled"]["calls"], 0)
+        # Twice: A comes back whole for the checks of a1 and leaves again for x's.
+        self.assertEqual(d["swap_dead_pieces"]["bytes"], 4 * MiB)
 
     def test_forecast_keeps_memory_freed_idle(self):
         evicted = {}

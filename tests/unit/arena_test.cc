@@ -101,6 +101,22 @@ TEST(Arena, PacksAllocationsFromTheStartInGranules) {
   EXPECT_EQ(a.find(0, false).ok, false);
 }
 
+TEST(Arena, LiveGranulesAreThoseALiveAllocationCovers) {
+  Arena a = make(3);
+  const uint64_t x = alloc(a, 6 * MiB, false);  // granules 0-2 of chunk 0
+  const uint64_t y = alloc(a, 6 * MiB, false);  // granule 3 of chunk 0, 0-1 of chunk 1
+  const uint64_t z = alloc(a, 2 * MiB, false);  // granule 2 of chunk 1
+  EXPECT_EQ(a.live_granules(0), 0b1111u);
+  EXPECT_EQ(a.live_granules(1), 0b0111u) << "y reaches in from chunk 0";
+  EXPECT_EQ(a.live_granules(2), 0u);
+  ASSERT_TRUE(a.give(x, 0).ok);
+  EXPECT_EQ(a.live_granules(0), 0b1000u) << "freed space holds nothing to move";
+  ASSERT_TRUE(a.give(z, 0).ok);
+  EXPECT_EQ(a.live_granules(1), 0b0011u);
+  ASSERT_TRUE(a.give(y, 0).ok);
+  EXPECT_EQ(a.live_granules(0) | a.live_granules(1), 0u);
+}
+
 TEST(Arena, DeviceOnlyFindsOnlyDeviceBackedSpace) {
   Arena a = make(4);
   EXPECT_FALSE(a.find(2 * MiB, true).ok) << "nothing is backed yet";

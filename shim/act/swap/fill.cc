@@ -15,7 +15,7 @@ bool lazy_allowed() {
   return devices == 1;
 }
 
-CUresult fill(Range& range, uint32_t mask) {
+CUresult fill(Range& range, uint32_t mask, bool whole) {
   Chunk& c = range.chunk;
   if (!c.lazy()) return CUDA_SUCCESS;
   const uint32_t need = mask & all_pieces(range.size) & ~c.valid;
@@ -44,6 +44,7 @@ CUresult fill(Range& range, uint32_t mask) {
     return true;
   });
   if (bytes) runtime_stats().decision(Decision::swap_filled, bytes);
+  if (bytes && whole) runtime_stats().decision(Decision::swap_filled_whole, bytes);
   // The use waits for the chunk's ready mark; work no scan sees for the last copies in.
   for (Mark* m : {&range.marks.ready, &mk.last_copies[range.dev]}) {
     if (!mark_end(*m, in) && r == CUDA_SUCCESS) r = wait_stream(in, false);
@@ -54,7 +55,8 @@ CUresult fill(Range& range, uint32_t mask) {
 }
 
 void fill_all() {
-  for (auto& [base, range] : slabs().ranges) fill(range, ~0u);
+  // What no live allocation covers, no work reads.
+  for (auto& [base, range] : slabs().ranges) fill(range, live_pieces(base), true);
 }
 
 }  // namespace gms::act::swap

@@ -25,7 +25,8 @@ namespace gms::act::swap {
 bool lazy_allowed();
 // Copies in the pieces of `mask` the chunk does not hold yet (all: ~0u); when it then holds every
 // piece, its host memory goes back once those copies are over. Returns the copies' result.
-CUresult fill(Range& range, uint32_t mask);
+// `whole`: every piece, for a use no scan narrowed (counted apart: what lazy chunks cannot save).
+CUresult fill(Range& range, uint32_t mask, bool whole = false);
 // Every lazy chunk, whole (before work no scan sees).
 void fill_all();
 

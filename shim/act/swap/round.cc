@@ -213,8 +213,14 @@ void copy_outs(Round& round) {
   std::erase_if(outs, [&](Round::Out& o) {
     const unsigned pieces = sum::pieces(o.at.size());
     o.changed &= all_pieces(o.at.size());
+    // Pieces no live allocation covers are not copied: nothing reads them again.
+    const uint32_t dead = o.changed & ~live_pieces(o.at.va());
+    if (dead != 0) {
+      runtime_stats().decision(Decision::swap_dead_pieces, uint64_t{static_cast<unsigned>(__builtin_popcount(dead))} * sum::kPiece);
+      o.changed &= ~dead;
+    }
     // Pieces not copied: of a lazy chunk, those it never held; of a kept copy, those still right.
-    const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed));
+    const unsigned same = pieces - static_cast<unsigned>(__builtin_popcount(o.changed | dead));
     if (same != 0) {
       const uint64_t bytes = std::min<uint64_t>(o.at.size(), uint64_t{same} * sum::kPiece);
       runtime_stats().decision(o.lazy ? Decision::swap_unfilled : Decision::swap_unchanged, bytes);
@@ -359,6 +365,7 @@ void remap_prefetches(Round& round) {
       if (lazy) {
         c.valid = 0;  // the host memory stays with it (Chunk::lazy)
       } else {
+        runtime_stats().decision(Decision::swap_in_whole, in->at.size());
         keep_clean(round, *in, c, keep);
         c.host = {};
       }

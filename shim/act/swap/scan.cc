@@ -168,7 +168,7 @@ CUresult read(void* dst, uintptr_t src, size_t n) {
     if (it == s.ranges.end()) continue;
     std::vector<uintptr_t> bases{it->first};
     map_parked(bases);
-    fill(it->second, ~0u);
+    fill(it->second, pieces_touched(c, it->second.size, src, src + n), true);
     if (it->second.marks.ready.event) call_real(GMS_REAL(cuStreamWaitEvent), st, it->second.marks.ready.event, 0u);
   }
   const CUresult r = call_real(GMS_REAL(cuMemcpyDtoHAsync_v2), dst, static_cast<CUdeviceptr>(src), n, st);
@@ -202,7 +202,7 @@ void await_ready(const uintptr_t* bases, const uint32_t* pieces, size_t n, CUstr
     if (it == s.ranges.end()) continue;
     ++it->second.marks.in_flight;  // until its mark
     if (it->second.chunk.parked) parked.push_back(base);
-    fill(it->second, pieces ? pieces[k] : ~0u);  // moves its ready mark after the copies
+    fill(it->second, pieces ? pieces[k] : ~0u, !pieces);  // moves its ready mark after the copies
     if (!it->second.marks.ready.event) continue;
     Mark& ready = it->second.marks.ready;
     CUresult q = call_real(GMS_REAL(cuEventQuery), ready.event);

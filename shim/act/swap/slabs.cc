@@ -8,6 +8,7 @@
 #include "core/options.h"
 #include "driver/budget.h"
 #include "policy/residency.h"
+#include "sum_mix.h"
 
 namespace gms::act::swap {
 
@@ -414,6 +415,13 @@ CUresult retire(uintptr_t base, const Use& use, uint64_t keep, std::vector<uintp
     }
   }
   return CUDA_SUCCESS;
+}
+
+static_assert(kGranule == sum::kPiece, "an allocation covers whole pieces: a piece is live or dead");
+
+uint32_t live_pieces(uintptr_t chunk) {
+  Slab* sl = slabs().slab_of(chunk);
+  return sl ? sl->arena.live_granules(sl->chunk_at(chunk)) : ~0u;
 }
 
 bool holds_nothing(uintptr_t chunk) {

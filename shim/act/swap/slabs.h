@@ -101,5 +101,9 @@ struct Slabs {
   bool unback(uintptr_t base, Range& range, bool keep);
 };
 Slabs& slabs();
+// The pieces (2 MiB, sum_mix.h) of the chunk at `chunk` that a live allocation covers; what else
+// it holds was freed or never taken, and nothing may read it again, so no move copies it (every
+// piece when the chunk is in no slab). Caller holds mu().
+uint32_t live_pieces(uintptr_t chunk);
 
 }  // namespace gms::act::swap
