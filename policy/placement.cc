@@ -5,10 +5,15 @@ namespace {
 
 bool fits(const DeviceBudget& b, uint64_t bytes) { return b.used <= b.limit && bytes <= b.limit - b.used; }
 
+// The refusal names the variable, and under the experts' policies says why memory on the device
+// counts: a user who set a device budget far above the step met it with the budget half empty.
 Placement converted(const PlacementConfig& cfg, Where target, uint64_t managed_in_use, uint64_t bytes,
                     const char* reason) {
   if (cfg.managed_limit != 0 && (managed_in_use > cfg.managed_limit || bytes > cfg.managed_limit - managed_in_use)) {
-    return {Where::out_of_memory, "managed limit reached"};
+    const bool whole = cfg.policy == PolicyKind::managed || cfg.policy == PolicyKind::pinned || cfg.policy == PolicyKind::swap;
+    return {Where::out_of_memory, whole ? "GPUMEMSHIM_MANAGED_LIMIT reached (under this policy it counts every allocation it"
+                                          " converts, on the device or not: raise it, or use policy auto)"
+                                        : "GPUMEMSHIM_MANAGED_LIMIT reached"};
   }
   return {target, reason};
 }

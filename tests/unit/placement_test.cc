@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <string>
 
 #include "policy/placement.h"
 
@@ -95,6 +96,10 @@ TEST(Placement, SwapCountsAgainstTheManagedLimit) {
   c.managed_limit = 4 * GiB;
   EXPECT_EQ(where(c, 8 * GiB, 0, GiB, 3 * GiB), Where::swap);
   EXPECT_EQ(where(c, 8 * GiB, 0, GiB + 1, 3 * GiB), Where::out_of_memory);
+  // The refusal names the variable and why memory on the device counted.
+  const Placement p = place(c, {8 * GiB, 0}, 3 * GiB, {GiB + 1, false, false});
+  EXPECT_NE(std::string(p.reason).find("GPUMEMSHIM_MANAGED_LIMIT"), std::string::npos) << p.reason;
+  EXPECT_NE(std::string(p.reason).find("on the device or not"), std::string::npos) << p.reason;
   EXPECT_STREQ(where_name(Where::swap), "swap");
 }
 
