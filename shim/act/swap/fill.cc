@@ -55,8 +55,10 @@ CUresult fill(Range& range, uint32_t mask, bool whole) {
 }
 
 void fill_all() {
-  // What no live allocation covers, no work reads.
-  for (auto& [base, range] : slabs().ranges) fill(range, live_pieces(base), true);
+  // What no live allocation covers, no work reads; a chunk that is not lazy has nothing to fill.
+  for (auto& [base, range] : slabs().ranges) {
+    if (range.chunk.lazy()) fill(range, live_pieces(base), true);
+  }
 }
 
 }  // namespace gms::act::swap

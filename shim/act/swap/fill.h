@@ -8,10 +8,11 @@
 // piece is in, the chunk keeps the host memory it came from, which holds the rest.
 //
 // Every path that reaches a chunk's bytes fills first: a launch or transfer the scan saw (the
-// pieces it uses), work no scan sees (every piece of every lazy chunk), the shim's own reads (the
-// whole chunk). Copies in run on the shim's stream of copies in, after the copy out that made the
-// host memory and after whatever last used the device memory (the round ordered both there), and
-// the chunk's ready mark moves after them, which the use then waits for. Caller holds mu().
+// pieces it uses), work no scan sees (every live piece of every lazy chunk), the shim's own reads
+// (the pieces they read). Copies in run on the shim's stream of copies in, after the copy out that
+// made the host memory and after whatever last used the device memory (the round ordered both
+// there), and the chunk's ready mark moves after them, which the use then waits for. Caller holds
+// mu().
 #include <cstdint>
 
 #include "slabs.h"
@@ -27,7 +28,7 @@ bool lazy_allowed();
 // piece, its host memory goes back once those copies are over. Returns the copies' result.
 // `whole`: every piece, for a use no scan narrowed (counted apart: what lazy chunks cannot save).
 CUresult fill(Range& range, uint32_t mask, bool whole = false);
-// Every lazy chunk, whole (before work no scan sees).
+// Every lazy chunk, all its live pieces (before work no scan sees).
 void fill_all();
 
 }  // namespace gms::act::swap

@@ -54,9 +54,8 @@ bench_model() {
   # Policy auto when the step fits the card: what it costs a program it need not help.
   row "$m" 1 "auto, fits" "$(run "${SHIMENV[@]}" GPUMEMSHIM_POLICY=auto python3 $Z "$m" --steps "$STEPS" --warmup "$WARMUP")"
   # The step with no budget to speak of, traced: its kernels, lives and uses. Policy swap counts
-  # all its movable memory against the managed limit, so that limit is raised to the most the
-  # GPU machine allows (efficientnet_b0 at batch 192 peaks at 16 GiB: under 16G it died at once,
-  # and its floor was one partial step's).
+  # all its movable memory against the managed limit, so that limit is the most the GPU machine
+  # allows: a step past 16 GiB was refused under 16G (docs/benchmarks.md, "The class check").
   beside timeout 240 "${SHIMENV[@]}" GPUMEMSHIM_MANAGED_LIMIT=32G GPUMEMSHIM_TRACE="$TMP/$m.jsonl" GPUMEMSHIM_POLICY=swap GPUMEMSHIM_DEVICE_LIMIT=60G \
     python3 $Z "$m" --steps 6 >/dev/null 2>>"$LOG"
   for div in $BUDGETS; do

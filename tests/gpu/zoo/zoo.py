@@ -116,9 +116,8 @@ def t5():
 
 
 def effnet():
-    # Depthwise convolutions, many small tensors, RMSprop, fp32. Deterministic convolutions, and a
-    # small rate: with cuDNN's choice and lr 1e-3, save_on_cpu with no shim at all ended 14 steps at
-    # a loss 0.25 from the run with no limit, so a loss compared nothing.
+    # Depthwise convolutions, many small tensors, RMSprop, fp32. Deterministic convolutions and a
+    # small rate, so that a loss compares runs (docs/benchmarks.md, "The class check").
     import torchvision
     torch.backends.cudnn.deterministic = True
     model = torchvision.models.efficientnet_b0().cuda()
